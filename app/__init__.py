@@ -1,0 +1,1 @@
+"""The Dash dashboard. `app.server.create_app` builds it; `app.wsgi` is gunicorn's entry point."""
