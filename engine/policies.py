@@ -86,11 +86,8 @@ def register(cls: type[Policy]) -> type[Policy]:
 
 def _e_star_size(sim: Simulation, s: int) -> int:
     """|e*|: how many distinct evicted storages the maintained neighbourhood holds."""
-    fwd = sim.fwd_interior[s]
-    rev = sim.rev_interior[s]
-    if not fwd or not rev:
-        return len(fwd) + len(rev)
-    return len(fwd | rev)
+    assert sim.regions is not None
+    return sim.regions.e_star_size(s)
 
 
 @register

@@ -16,12 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.regions import RegionStore, make_regions
 from engine.trace import COMPUTE, GET, PIN, RELEASE, Program
-
-try:  # the C search of evicted neighbourhoods; the Python one below gives identical results
-    from engine._native.regions import rebuild as _native_rebuild
-except ImportError:  # pragma: no cover - only when the extension could not be compiled
-    _native_rebuild = None
 
 if TYPE_CHECKING:
     from engine.events import EventLog
@@ -88,7 +84,6 @@ class Simulation:
         self.events = events
         self.track_regions = budget is not None and policy.uses_regions
         self.track_eqclass = budget is not None and policy.uses_eqclass
-        self.native_rebuild = _native_rebuild if native else None
 
         n = program.n_tensors
         # Per tensor.
@@ -101,7 +96,7 @@ class Simulation:
         self.material = bytearray(n)  # 1 = resident
         self.ref_int = [0] * n
         self.ref_ext = [0] * n
-        self.pinned = [False] * n
+        self.pinned = bytearray(n)
         self.last_access = [-INF] * n  # simrd's last_access_int: staleness is measured from it
         self.compute = [0] * n  # compute of the distinct operators whose outputs live here
         self.storage_ops: list[set[int] | None] = [None] * n
@@ -109,13 +104,14 @@ class Simulation:
         # Storage graph, grown as operators are created: children's and parents' storages.
         self.children: list[list[int]] = [[] for _ in range(n)]
         self.parents: list[list[int]] = [[] for _ in range(n)]
-        # Maintained evicted neighbourhoods (forward = children direction, reverse = parents).
-        self.fwd_interior: list[set[int]] = [set() for _ in range(n)] if self.track_regions else []
-        self.fwd_frontier: list[set[int]] = [set() for _ in range(n)] if self.track_regions else []
+        # Compute of each storage's maintained forward and reverse evicted neighbourhoods.
         self.fwd_compute = [0] * n
-        self.rev_interior: list[set[int]] = [set() for _ in range(n)] if self.track_regions else []
-        self.rev_frontier: list[set[int]] = [set() for _ in range(n)] if self.track_regions else []
         self.rev_compute = [0] * n
+        self.regions: RegionStore | None = None
+        if self.track_regions:
+            self.regions = make_regions(
+                n, self.material, self.pinned, self.fwd_compute, self.rev_compute, native=native
+            )
         # Equivalence classes of evicted storages (DTREqClass): union-find over nodes.
         self.ecn: list[int | None] = [None] * n
         self.ec_parent: list[int] = []
@@ -191,86 +187,10 @@ class Simulation:
         self.evictions += 1
         if by_policy:
             self.policy_evictions += 1
-        if self.track_regions:
-            self._absorb_evicted(s)
+        if self.regions is not None:
+            self.regions.absorb_evicted(s)
         if self.track_eqclass:
             self._eqclass_evicted(s)
-
-    def _absorb_evicted(self, s: int) -> None:
-        """Fold the evicted storage s into the neighbourhoods of the storages on its
-        frontiers, the incremental way simrd maintains them (not a fresh search)."""
-        pinned = self.pinned
-        compute = self.compute
-        s_fwd_int = self.fwd_interior[s]
-        s_fwd_front = self.fwd_frontier[s]
-        s_rev_int = self.rev_interior[s]
-        s_rev_front = self.rev_frontier[s]
-        for p in s_rev_front:
-            if pinned[p]:
-                continue  # a pinned storage's neighbourhood is never read again
-            front = self.fwd_frontier[p]
-            front.remove(s)
-            front |= s_fwd_front
-            interior = self.fwd_interior[p]
-            diff = s_fwd_int - interior
-            diff.add(s)
-            self.fwd_compute[p] += sum([compute[x] for x in diff])
-            interior |= diff
-        for c in s_fwd_front:
-            if pinned[c]:
-                continue
-            front = self.rev_frontier[c]
-            front.remove(s)
-            front |= s_rev_front
-            interior = self.rev_interior[c]
-            diff = s_rev_int - interior
-            diff.add(s)
-            self.rev_compute[c] += sum([compute[x] for x in diff])
-            interior |= diff
-        self.fwd_interior[s] = set()
-        self.fwd_frontier[s] = set()
-        self.fwd_compute[s] = 0
-        self.rev_interior[s] = set()
-        self.rev_frontier[s] = set()
-        self.rev_compute[s] = 0
-
-    def _rebuild(self, base: int, forward: bool) -> None:
-        """A fresh search of base's evicted neighbourhood in one direction."""
-        adjacency = self.children if forward else self.parents
-        if self.native_rebuild is not None:
-            interior, frontier, total = self.native_rebuild(
-                adjacency, self.material, self.compute, base
-            )
-        else:
-            interior, frontier, total = self._search(adjacency, base)
-        if forward:
-            self.fwd_interior[base] = interior
-            self.fwd_frontier[base] = frontier
-            self.fwd_compute[base] = total
-        else:
-            self.rev_interior[base] = interior
-            self.rev_frontier[base] = frontier
-            self.rev_compute[base] = total
-
-    def _search(self, adjacency: list[list[int]], base: int) -> tuple[set[int], set[int], int]:
-        """Evicted storages reachable from base through evicted storages, the resident ones
-        bordering them, and their compute. The reference for engine/_native/regions.c."""
-        material = self.material
-        compute = self.compute
-        interior: set[int] = set()
-        frontier: set[int] = set()
-        total = 0
-        stack = [base]
-        while stack:
-            for u in adjacency[stack.pop()]:
-                if material[u]:
-                    if u != base:
-                        frontier.add(u)
-                elif u not in interior:
-                    total += compute[u]
-                    interior.add(u)
-                    stack.append(u)
-        return interior, frontier, total
 
     # -- equivalence classes (DTREqClass) ------------------------------------------------
     def _ec_new(self, value: int) -> int:
@@ -442,22 +362,8 @@ class Simulation:
             if self.ref_int[s] == 0:
                 self._make_evictable(s)
 
-        if self.track_regions:
-            rebuild = self._rebuild
-            affected_fwd: set[int] = set()
-            affected_rev: set[int] = set()
-            for s in new_storages:
-                rebuild(s, True)
-                rebuild(s, False)
-                affected_fwd |= self.rev_frontier[s]
-                affected_rev |= self.fwd_frontier[s]
-            pinned = self.pinned
-            for s in affected_fwd:
-                if not pinned[s]:
-                    rebuild(s, True)
-            for s in affected_rev:
-                if not pinned[s]:
-                    rebuild(s, False)
+        if self.regions is not None:
+            self.regions.after_compute(new_storages)
         if self.track_eqclass:
             for s in new_storages:
                 node = self.ecn[s]
@@ -475,6 +381,7 @@ class Simulation:
         cost = program.op_compute[op]
         storage = self.tensor_storage
         arg_storages = [storage[a] for a in args]
+        regions = self.regions
         for i in range(len(program.op_sizes[op])):
             t = first + i
             s = storage[t]
@@ -486,13 +393,19 @@ class Simulation:
                 self.compute[s] = cost
                 if self.track_eqclass:
                     self.ecn[s] = self._ec_new(0)
+                if regions is not None:
+                    regions.set_compute(s, cost)
             elif op not in ops:
                 ops.add(op)
                 self.compute[s] += cost
+                if regions is not None:
+                    regions.set_compute(s, self.compute[s])
             for a in arg_storages:
                 if a != s:
                     if s not in self.children[a]:
                         self.children[a].append(s)
+                        if regions is not None:
+                            regions.add_edge(a, s)
                     if a not in self.parents[s]:
                         self.parents[s].append(a)
         return first

@@ -1,0 +1,462 @@
+"""The `--backend simrd` reference: run one point through unmodified simrd.
+
+simrd (uwsampl/dtr-prototype, folder ``simrd/``, commit eff53cc4) is used strictly as a
+library: it is imported lazily from ``SIMRD_DIR`` (or ``simrd_dir=``), its own parser builds
+the schedule, and its own ``RuntimeV2EagerOptimized`` replays it. What this module adds is
+observation only: a subclass whose overrides count and sample and then hand control back to
+simrd unchanged, and a budget object that remembers every value simrd compares it with. No
+decision of the simulator depends on anything defined here (the only deliberate changes are
+the what-if ``retain`` set and the wall-clock ``time_limit``, both opt-in).
+
+The result is a record with exactly the fields of :mod:`engine.record`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.record import ordered
+
+ENGINE_VERSION = "simrd-eff53cc4"
+
+POLICIES: tuple[str, ...] = (
+    "DTR",
+    "DTREqClass",
+    "DTRLocal",
+    "MSPS",
+    "LRU",
+    "LargestStorage",
+    "RandomStorage",
+)
+
+_HOW_TO = (
+    "the simrd backend needs unmodified simrd: set SIMRD_DIR to the simrd/ folder of a "
+    "checkout of uwsampl/dtr-prototype (commit eff53cc4), the folder that contains the "
+    "`simrd` package, or pass simrd_dir="
+)
+
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION_LIMIT = 1_000_000
+
+
+class ReferenceUnavailable(RuntimeError):
+    """simrd cannot be imported: the reference backend is not available here."""
+
+
+class ReferenceFailed(RuntimeError):
+    """simrd stopped with an error that is not one of the run's outcomes."""
+
+
+class _TimeLimitReached(Exception):
+    """Raised from inside a hook when the wall-clock limit has passed."""
+
+
+# --------------------------------------------------------------------------- locating simrd
+
+
+def _simrd_root(simrd_dir: str | None) -> Path:
+    where = simrd_dir if simrd_dir is not None else os.environ.get("SIMRD_DIR")
+    if not where:
+        raise ReferenceUnavailable(_HOW_TO)
+    root = Path(where).expanduser().resolve()
+    if not (root / "simrd" / "__init__.py").is_file():
+        raise ReferenceUnavailable(f"no `simrd` package in {root}: {_HOW_TO}")
+    return root
+
+
+def reference_available(simrd_dir: str | None = None) -> bool:
+    """True when unmodified simrd can be found (``simrd_dir`` or env ``SIMRD_DIR``)."""
+    try:
+        _simrd_root(simrd_dir)
+    except ReferenceUnavailable:
+        return False
+    return True
+
+
+def _import_simrd(simrd_dir: str | None):
+    root = _simrd_root(simrd_dir)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        import simrd  # noqa: F401
+        import simrd.heuristic
+        import simrd.parse
+        import simrd.runtime
+    except ImportError as exc:  # e.g. attrs missing
+        raise ReferenceUnavailable(f"importing simrd from {root} failed ({exc}): {_HOW_TO}") from exc
+    loaded = Path(simrd.__file__).resolve().parent.parent
+    if loaded != root:
+        raise ReferenceUnavailable(
+            f"a different simrd is already imported from {loaded}; expected {root}"
+        )
+    return simrd
+
+
+# --------------------------------------------------------------------------- the budget probe
+
+
+class RecordingBudget:
+    """Stands in for the integer budget and remembers what it is compared with.
+
+    simrd only ever uses its budget as the right operand of ``used + request > budget``
+    (the allocation check and the eviction loop) and ``... <= budget`` (an assertion).
+    Neither ``int`` nor ``float`` knows this type, so Python falls back to the reflected
+    method here, which answers exactly as the integer would and keeps, of all compared
+    values, the largest one that fits and the smallest one that does not.
+    """
+
+    __slots__ = ("value", "fits_max", "exceeds_min", "comparisons")
+
+    def __init__(self, value: int) -> None:
+        self.value = int(value)
+        self.fits_max: int | None = None  # largest compared v with v <= value
+        self.exceeds_min: int | None = None  # smallest compared v with v > value
+        self.comparisons = 0
+
+    def _see(self, v) -> None:
+        self.comparisons += 1
+        if v <= self.value:
+            if self.fits_max is None or v > self.fits_max:
+                self.fits_max = v
+        elif self.exceeds_min is None or v < self.exceeds_min:
+            self.exceeds_min = v
+
+    # reflected forms: `v > budget` calls budget.__lt__(v), and so on.
+    def __lt__(self, v):
+        self._see(v)
+        return self.value < v
+
+    def __le__(self, v):
+        self._see(v)
+        return self.value <= v
+
+    def __gt__(self, v):
+        self._see(v)
+        return self.value > v
+
+    def __ge__(self, v):
+        self._see(v)
+        return self.value >= v
+
+    def __eq__(self, v):
+        return self.value == v
+
+    def __ne__(self, v):
+        return self.value != v
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __int__(self) -> int:
+        return self.value
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return f"RecordingBudget({self.value})"
+
+    def interval(self) -> dict[str, int | None]:
+        lo = self.fits_max if self.fits_max is not None else 0
+        hi = None if self.exceeds_min is None else self.exceeds_min - 1
+        return {"lo": int(lo), "hi": None if hi is None else int(hi)}
+
+
+# --------------------------------------------------------------------------- the observer
+
+
+def _observed_runtime_class(simrd):
+    """A subclass of simrd's RuntimeV2EagerOptimized that only counts and samples."""
+    base = simrd.runtime.RuntimeV2EagerOptimized
+
+    class ObservedRuntime(base):
+        def __init__(self, budget, heuristic, *, retain=frozenset(), deadline=None, **kwargs):
+            super().__init__(budget, heuristic, **kwargs)
+            self.obs_retain = frozenset(retain)
+            self.obs_deadline = deadline
+            self.obs_pool_bytes = 0
+            self.obs_operators = 0
+            self.obs_depth = 0
+            self.obs_max_depth = 0
+            self.obs_remat_calls = 0  # rebuilds started (the record's rematerializations)
+            self.obs_remat_tensors = 0  # tensors defined by rebuilds, collateral included
+            self.obs_evictions = 0
+            self.obs_policy_evictions = 0
+            self.obs_in_free = False
+            self.obs_peak_pinned = None
+            self.obs_depth_first_peak = None
+            self.obs_depth_last_peak = None
+            self.obs_failure = None
+
+        # -- pool bookkeeping (pinned bytes = resident bytes outside the pool)
+        def _make_evictable(self, s):
+            if s.root_id in self.obs_retain:
+                return True  # what-if: never offered to the policy
+            added = super()._make_evictable(s)
+            if added:
+                self.obs_pool_bytes += s.size
+            return added
+
+        def _make_unevictable(self, s):
+            if s.root_id in self.obs_retain and s not in self.storage_pool:
+                return True
+            removed = super()._make_unevictable(s)
+            if removed:
+                self.obs_pool_bytes -= s.size
+            return removed
+
+        def obs_pinned(self):
+            return self.memory_usage - self.obs_pool_bytes
+
+        def obs_sample(self):
+            pinned = self.obs_pinned()
+            if self.obs_peak_pinned is None or pinned > self.obs_peak_pinned:
+                self.obs_peak_pinned = pinned
+                self.obs_depth_first_peak = self.obs_depth
+                self.obs_depth_last_peak = self.obs_depth
+            elif pinned == self.obs_peak_pinned:
+                self.obs_depth_last_peak = self.obs_depth
+            return pinned
+
+        def obs_check_clock(self):
+            if self.obs_deadline is not None and time.perf_counter() > self.obs_deadline:
+                raise _TimeLimitReached()
+
+        # -- counters
+        def compute(self, inputs, op, ids=None, names=None):
+            self.obs_operators += 1
+            return super().compute(inputs, op, ids=ids, names=names)
+
+        def _materialize(self, t, rematerialize=True):
+            self.obs_depth += 1
+            if self.obs_depth > self.obs_max_depth:
+                self.obs_max_depth = self.obs_depth
+            if rematerialize:
+                self.obs_remat_calls += 1
+            try:
+                return super()._materialize(t, rematerialize=rematerialize)
+            finally:
+                self.obs_depth -= 1
+
+        def _T_compute(self, t, rematerialize, direct):
+            if rematerialize:
+                self.obs_remat_tensors += 1
+            return super()._T_compute(t, rematerialize=rematerialize, direct=direct)
+
+        def _T_pressure(self, t):
+            self.obs_check_clock()
+            self.obs_sample()
+            return super()._T_pressure(t)
+
+        def _evict(self, s):
+            self.obs_evictions += 1
+            if self.obs_in_free:
+                self.obs_policy_evictions += 1
+            super()._evict(s)
+            self.obs_check_clock()
+
+        def _free(self, size):
+            self.obs_in_free = True
+            try:
+                return super()._free(size)
+            except MemoryError:
+                pinned = self.obs_sample()
+                self.obs_failure = {
+                    "operator": self.obs_operators,
+                    "request": size,
+                    "pinned": pinned,
+                    "depth": self.obs_depth,
+                    "over_by": self.memory_usage + size - int(self.budget),
+                }
+                raise
+            finally:
+                self.obs_in_free = False
+
+    return ObservedRuntime
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _in_big_stack(fn):
+    """Run fn() in a thread with a large stack and recursion limit; return or re-raise."""
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
+    old_stack = threading.stack_size(_STACK_BYTES)
+    try:
+        worker = threading.Thread(target=target, name="simrd-reference", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(old_stack)
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+_BASELINE_CACHE: dict[tuple[str, str], tuple[Any, int, int]] = {}
+_BASELINE_CACHE_SIZE = 4
+
+
+def _graph_and_baseline(simrd, path: Path, sha: str):
+    """simrd's parse of the trace and its unconstrained peak and model compute (cached)."""
+    key = (str(simrd.__file__), sha)
+    hit = _BASELINE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    with open(path, "r") as f:
+        graph = simrd.parse.parse_file(f, start=True)
+
+    def baseline():
+        rt = simrd.runtime.RuntimeV2EagerOptimized(
+            math.inf, simrd.heuristic.HEURISTICS["DTR"](), stats=False, trace=False
+        )
+        graph.get_closure()(rt)
+        return rt.telemetry.summary["max_memory"], rt.telemetry.summary["model_compute"]
+
+    peak, model_compute = _in_big_stack(baseline)
+    value = (graph, int(peak), model_compute)
+    if len(_BASELINE_CACHE) >= _BASELINE_CACHE_SIZE:
+        _BASELINE_CACHE.pop(next(iter(_BASELINE_CACHE)))
+    _BASELINE_CACHE[key] = value
+    return value
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_reference(
+    trace_path: str,
+    *,
+    budget: int | None = None,
+    ratio: float | None = None,
+    policy: str = "DTR",
+    cap: float = 60,
+    retain: frozenset[int] = frozenset(),
+    seed: int | None = None,
+    time_limit: float | None = None,
+    simrd_dir: str | None = None,
+    trace_name: str | None = None,
+) -> dict:
+    """Run one point (trace, budget or ratio, policy) through unmodified simrd.
+
+    Exactly one of ``budget`` (bytes) and ``ratio`` (budget = floor(ratio * peak)) is
+    given. Returns a record with the fields of :data:`engine.record.RUN_FIELDS`.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown simrd policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    if (budget is None) == (ratio is None):
+        raise ValueError("give exactly one of budget= and ratio=")
+    if cap < 1:
+        raise ValueError("cap must be at least 1")
+    simrd = _import_simrd(simrd_dir)
+    heuristic_cls = simrd.heuristic.HEURISTICS[policy]
+
+    path = Path(trace_path)
+    sha = _sha256(path)
+    graph, peak, model_compute = _graph_and_baseline(simrd, path, sha)
+
+    if ratio is not None:
+        the_budget = int(peak * ratio)
+    else:
+        the_budget = int(budget)
+    if the_budget < 0:
+        raise ValueError("budget must be non-negative")
+    retained = frozenset(int(i) for i in retain)
+
+    runtime_cls = _observed_runtime_class(simrd)
+    probe = RecordingBudget(the_budget)
+    remat_limit = model_compute * (cap - 1)
+
+    def constrained():
+        if policy == "RandomStorage":
+            random.seed(0 if seed is None else seed)
+        start = time.perf_counter()
+        deadline = None if time_limit is None else start + time_limit
+        rt = runtime_cls(
+            probe,
+            heuristic_cls(),
+            retain=retained,
+            deadline=deadline,
+            remat_limit=remat_limit,
+            stats=False,
+            trace=False,
+        )
+        callback = graph.get_closure()
+        try:
+            callback(rt)
+            status = "ok"
+        except MemoryError:
+            status = "oom"
+        except simrd.runtime.RematExceededError:
+            status = "thrashed"
+        except _TimeLimitReached:
+            status = "timeout"
+        except RecursionError as exc:
+            raise ReferenceFailed(f"simrd ran out of Python stack: {exc}") from exc
+        wall = time.perf_counter() - start
+        return rt, status, wall
+
+    rt, status, wall = _in_big_stack(constrained)
+    if status == "oom" and rt.obs_failure is None:
+        raise ReferenceFailed("simrd raised MemoryError outside its eviction loop")
+
+    summary = rt.telemetry.summary
+    remat_compute = summary["remat_compute"]
+    record = {
+        "trace": trace_name if trace_name is not None else path.stem,
+        "trace_sha256": sha,
+        "policy": policy,
+        "budget": the_budget,
+        "ratio": ratio,
+        "peak": peak,
+        "model_compute": model_compute,
+        "status": status,
+        "overhead": (model_compute + remat_compute) / model_compute
+        if status == "ok" and model_compute
+        else None,
+        "clock": rt.clock,
+        "remat_compute": remat_compute,
+        "evictions": rt.obs_evictions,
+        "policy_evictions": rt.obs_policy_evictions,
+        "rematerializations": rt.obs_remat_calls,
+        "operators": rt.obs_operators,
+        "max_memory": summary["max_memory"],
+        "peak_pinned": rt.obs_peak_pinned if rt.obs_peak_pinned is not None else 0,
+        "depth_at_peak_pinned": rt.obs_depth_first_peak if rt.obs_depth_first_peak is not None else 0,
+        "max_nesting_depth": rt.obs_max_depth,
+        "failure": rt.obs_failure if status == "oom" else None,
+        "same_execution": None if status == "timeout" else probe.interval(),
+        "retained": sorted(retained),
+        "engine_version": ENGINE_VERSION,
+        "wall_s": wall,
+    }
+    record = ordered(record)
+    # Alternatives kept for diagnosis (not part of the record).
+    run_reference.last_observations = {  # type: ignore[attr-defined]
+        "remat_materialize_calls": rt.obs_remat_calls,
+        "remat_tensors": rt.obs_remat_tensors,
+        "depth_at_last_peak_pinned": rt.obs_depth_last_peak,
+        "heuristic_evals": summary["heuristic_eval_count"],
+        "budget_comparisons": probe.comparisons,
+    }
+    return record
