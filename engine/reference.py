@@ -9,6 +9,21 @@ decision of the simulator depends on anything defined here (the only deliberate 
 the what-if ``retain`` set and the wall-clock ``time_limit``, both opt-in).
 
 The result is a record with exactly the fields of :mod:`engine.record`.
+
+Counting rules (each checked against every golden record that simrd finishes in < 10 s):
+
+* ``rematerializations`` counts rebuilds *started*: every materialization that is not a
+  model operator's first computation (nested parents, and outputs rebuilt to be pinned at
+  the end). Collateral siblings computed by the same rebuild are not counted again, and in
+  an OOM run the rebuilds still in progress at the failure are counted.
+* ``depth_at_peak_pinned`` is the nesting depth at the *first* sample that reached the peak
+  (a later sample with an equal value does not move it).
+* ``same_execution``: ``lo`` is the largest compared value that fit the budget, or 0 when
+  none did (the run failed before anything fit); ``hi`` is one less than the smallest
+  compared value that did not fit, or null when every comparison fit.
+* ``failure`` is taken where the eviction loop finds the pool empty: ``operator`` is the
+  number of model operators started (constants included), ``request`` the size being
+  allocated, ``pinned`` the resident bytes outside the pool, ``depth`` the nesting depth.
 """
 
 from __future__ import annotations
@@ -296,13 +311,16 @@ def _in_big_stack(fn):
 
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, _RECURSION_LIMIT))
-    old_stack = threading.stack_size(_STACK_BYTES)
     try:
-        worker = threading.Thread(target=target, name="simrd-reference", daemon=True)
-        worker.start()
+        old_stack = threading.stack_size(_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=target, name="simrd-reference", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        worker.join()
     finally:
-        threading.stack_size(old_stack)
-    worker.join()
+        sys.setrecursionlimit(old_limit)
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -344,7 +362,17 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def run_reference(
+def run_reference(trace_path: str, **kwargs: Any) -> dict:
+    """Run one point (trace, budget or ratio, policy) through unmodified simrd.
+
+    Keyword arguments are those of :func:`run_reference_observed`. Returns a record with
+    exactly the fields of :data:`engine.record.RUN_FIELDS`.
+    """
+    record, _extra = run_reference_observed(trace_path, **kwargs)
+    return record
+
+
+def run_reference_observed(
     trace_path: str,
     *,
     budget: int | None = None,
@@ -356,11 +384,21 @@ def run_reference(
     time_limit: float | None = None,
     simrd_dir: str | None = None,
     trace_name: str | None = None,
-) -> dict:
-    """Run one point (trace, budget or ratio, policy) through unmodified simrd.
+) -> tuple[dict, dict]:
+    """Run one point through unmodified simrd; return (record, extra observations).
 
-    Exactly one of ``budget`` (bytes) and ``ratio`` (budget = floor(ratio * peak)) is
-    given. Returns a record with the fields of :data:`engine.record.RUN_FIELDS`.
+    Exactly one of ``budget`` (bytes) and ``ratio`` (budget = ``int(peak * ratio)``, as
+    simrd's own harness computes it) is given. ``policy`` is one of :data:`POLICIES`;
+    ``cap`` the overhead cap (rematerialization compute above ``(cap - 1) x`` model compute
+    is thrashing); ``retain`` storage ids never offered for eviction; ``seed`` seeds
+    Python's ``random`` for RandomStorage (default 0); ``time_limit`` wall seconds before
+    the run stops with status ``timeout``; ``trace_name`` the record's ``trace`` (default:
+    the file's stem).
+
+    The extra observations are diagnostics that are not part of the record: simrd's score
+    evaluation count, the number of tensors defined by rebuilds (collateral siblings
+    included), the depth at the last time peak pinned was reached, and how many budget
+    comparisons were made.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown simrd policy {policy!r}; choose one of {', '.join(POLICIES)}")
@@ -450,13 +488,10 @@ def run_reference(
         "engine_version": ENGINE_VERSION,
         "wall_s": wall,
     }
-    record = ordered(record)
-    # Alternatives kept for diagnosis (not part of the record).
-    run_reference.last_observations = {  # type: ignore[attr-defined]
-        "remat_materialize_calls": rt.obs_remat_calls,
+    extra = {
+        "heuristic_evals": summary["heuristic_eval_count"],
         "remat_tensors": rt.obs_remat_tensors,
         "depth_at_last_peak_pinned": rt.obs_depth_last_peak,
-        "heuristic_evals": summary["heuristic_eval_count"],
         "budget_comparisons": probe.comparisons,
     }
-    return record
+    return ordered(record), extra

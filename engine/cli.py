@@ -1,0 +1,212 @@
+"""`dtr-landscape`: the command line.
+
+    dtr-landscape traces [--traces DIR] [--json]
+    dtr-landscape run TRACE (--ratio R | --budget BYTES) [--policy NAME[@k=v,...]] [--cap 60]
+                  [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
+                  [--backend engine|simrd]
+    dtr-landscape bench [--simrd] [--points ...]
+    dtr-landscape serve [--host 127.0.0.1] [--port 8050] [--workers N]
+
+Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
+Bad input exits 2 with one line saying what was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from engine.catalog import TraceNotFound
+from engine.policies import POLICIES, PolicyError
+from engine.trace import TraceError
+
+PROG = "dtr-landscape"
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of bytes, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Feasibility landscapes of DTR (exact simrd replay).")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    traces = sub.add_parser("traces", help="list the traces: operators, peak bytes, model compute")
+    traces.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    traces.add_argument("--json", action="store_true", help="one JSON object per trace")
+
+    run = sub.add_parser("run", help="replay one trace under one budget; prints a JSON record")
+    run.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    budget = run.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--ratio", type=_positive_float, help="budget = floor(ratio * peak)")
+    budget.add_argument("--budget", type=_bytes, help="budget in bytes")
+    run.add_argument(
+        "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
+    )
+    run.add_argument("--cap", type=_positive_float, default=60, help="thrash cap x model compute")
+    run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS")
+    run.add_argument("--retain", default="", metavar="IDS", help="storage ids never evicted: 3131,932")
+    run.add_argument("--events", metavar="FILE", help="write the event log as Parquet")
+    run.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    run.add_argument(
+        "--backend",
+        choices=("engine", "simrd"),
+        default="engine",
+        help="simrd: the same point through unmodified simrd (needs SIMRD_DIR)",
+    )
+    run.add_argument("--python-regions", action="store_true", help=argparse.SUPPRESS)
+
+    bench = sub.add_parser("bench", help="time the engine (and simrd, with SIMRD_DIR) on fixed points")
+    bench.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    bench.add_argument("--simrd", action="store_true", help="also time unmodified simrd (SIMRD_DIR)")
+    bench.add_argument(
+        "--points", nargs="*", metavar="TRACE:RATIO", help="override the point set, e.g. resnet32:0.101"
+    )
+    bench.add_argument("--repeat", type=int, default=1, help="engine runs per point (best is kept)")
+
+    serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8050)
+    serve.add_argument("--workers", type=int, default=2)
+    serve.add_argument("--db", metavar="PATH", help="the DuckDB store")
+    serve.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    return parser
+
+
+def _cmd_traces(args: argparse.Namespace) -> int:
+    from engine.catalog import available
+    from engine.simulate import baseline, load
+
+    rows = []
+    for ref in available(args.traces):
+        _, program = load(ref)
+        base = baseline(program)
+        rows.append(
+            {
+                "name": ref.name,
+                "operators": program.n_ops,
+                "peak": base.peak,
+                "model_compute": base.model_compute,
+                "source": ref.source,
+                "sha256": program.sha256,
+                "path": str(ref.path),
+            }
+        )
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    print(f"{'name':<16} {'operators':>9} {'peak bytes':>16} {'model compute':>15}  source")
+    for row in rows:
+        print(
+            f"{row['name']:<16} {row['operators']:>9,} {row['peak']:>16,} "
+            f"{row['model_compute']:>15,}  {row['source']}"
+        )
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from engine.simulate import parse_retain, run_point
+
+    retain = parse_retain(args.retain)
+    if args.backend == "simrd":
+        from engine.catalog import resolve
+        from engine.reference import run_reference
+
+        if args.events:
+            raise UsageError("--events is only available with the engine backend")
+        ref = resolve(args.trace, args.traces)
+        record = run_reference(
+            str(ref.path),
+            name=ref.name,
+            budget=args.budget,
+            ratio=args.ratio,
+            policy=args.policy,
+            cap=args.cap,
+            retain=retain,
+            time_limit=args.time_limit,
+        )
+    else:
+        record = run_point(
+            args.trace,
+            budget=args.budget,
+            ratio=args.ratio,
+            policy=args.policy,
+            cap=args.cap,
+            retain=retain,
+            time_limit=args.time_limit,
+            events=args.events,
+            traces=args.traces,
+            native=not args.python_regions,
+        )
+    print(json.dumps(record))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from engine.bench import main as bench_main
+
+    return bench_main(args)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    if args.db:
+        os.environ["DTR_LANDSCAPE_DB"] = args.db
+    if args.traces:
+        os.environ["DTR_LANDSCAPE_TRACES"] = args.traces
+    from app.serve import serve
+
+    return serve(args.host, args.port, args.workers)
+
+
+COMMANDS = {"traces": _cmd_traces, "run": _cmd_run, "bench": _cmd_bench, "serve": _cmd_serve}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return COMMANDS[args.command](args)
+    except (UsageError, TraceError, TraceNotFound, PolicyError, ValueError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a missing reference simulator and the like: one line, no traceback
+        from engine.reference import ReferenceUnavailable
+
+        if isinstance(exc, ReferenceUnavailable):
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
