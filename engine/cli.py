@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--points", nargs="*", metavar="TRACE:RATIO", help="override the point set, e.g. resnet32:0.101"
     )
+    bench.add_argument("--simrd-slow", action="store_true", help="with --simrd, also inceptionv4 0.235 (~12 min)")
     bench.add_argument("--repeat", type=int, default=1, help="engine runs per point (best is kept)")
 
     serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")

@@ -106,7 +106,9 @@ def _import_simrd(simrd_dir: str | None):
         import simrd.parse
         import simrd.runtime
     except ImportError as exc:  # e.g. attrs missing
-        raise ReferenceUnavailable(f"importing simrd from {root} failed ({exc}): {_HOW_TO}") from exc
+        raise ReferenceUnavailable(
+            f"importing simrd from {root} failed ({exc}): {_HOW_TO}"
+        ) from exc
     loaded = Path(simrd.__file__).resolve().parent.parent
     if loaded != root:
         raise ReferenceUnavailable(
@@ -188,7 +190,7 @@ class RecordingBudget:
 
 def _observed_runtime_class(simrd):
     """A subclass of simrd's RuntimeV2EagerOptimized that only counts and samples."""
-    base = simrd.runtime.RuntimeV2EagerOptimized
+    base: Any = simrd.runtime.RuntimeV2EagerOptimized
 
     class ObservedRuntime(base):
         def __init__(self, budget, heuristic, *, retain=frozenset(), deadline=None, **kwargs):
@@ -336,7 +338,7 @@ def _graph_and_baseline(simrd, path: Path, sha: str):
     hit = _BASELINE_CACHE.get(key)
     if hit is not None:
         return hit
-    with open(path, "r") as f:
+    with open(path) as f:
         graph = simrd.parse.parse_file(f, start=True)
 
     def baseline():
@@ -413,10 +415,8 @@ def run_reference_observed(
     sha = _sha256(path)
     graph, peak, model_compute = _graph_and_baseline(simrd, path, sha)
 
-    if ratio is not None:
-        the_budget = int(peak * ratio)
-    else:
-        the_budget = int(budget)
+    # a ratio is turned into bytes exactly as simrd's own harness does
+    the_budget = int(peak * ratio) if ratio is not None else int(budget or 0)
     if the_budget < 0:
         raise ValueError("budget must be non-negative")
     retained = frozenset(int(i) for i in retain)
@@ -480,7 +480,9 @@ def run_reference_observed(
         "operators": rt.obs_operators,
         "max_memory": summary["max_memory"],
         "peak_pinned": rt.obs_peak_pinned if rt.obs_peak_pinned is not None else 0,
-        "depth_at_peak_pinned": rt.obs_depth_first_peak if rt.obs_depth_first_peak is not None else 0,
+        "depth_at_peak_pinned": rt.obs_depth_first_peak
+        if rt.obs_depth_first_peak is not None
+        else 0,
         "max_nesting_depth": rt.obs_max_depth,
         "failure": rt.obs_failure if status == "oom" else None,
         "same_execution": None if status == "timeout" else probe.interval(),

@@ -1,0 +1,146 @@
+"""The command line, end to end in real processes, on the shipped synthetic trace."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from engine.record import FIELD_NAMES
+from tests.helpers import REPO, cli, cli_json
+
+SYNTHETIC = "synthetic-mlp"
+
+
+@pytest.fixture()
+def cache_env(tmp_path: Path) -> dict[str, str]:
+    return {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+
+
+def test_run_prints_every_field(cache_env: dict[str, str]) -> None:
+    record = cli_json("run", SYNTHETIC, "--ratio", "0.5", env=cache_env)
+    assert tuple(record) == FIELD_NAMES
+    assert record["trace"] == SYNTHETIC
+    assert record["status"] == "ok"
+    assert record["budget"] == int(0.5 * record["peak"])
+    assert record["clock"] == 1 + record["model_compute"] + record["remat_compute"]
+    assert record["overhead"] == pytest.approx(
+        (record["model_compute"] + record["remat_compute"]) / record["model_compute"]
+    )
+    lo, hi = record["same_execution"]["lo"], record["same_execution"]["hi"]
+    assert lo <= record["budget"] <= hi
+
+
+def test_oom_is_a_result_not_an_error(cache_env: dict[str, str]) -> None:
+    record = cli_json("run", SYNTHETIC, "--ratio", "0.05", env=cache_env)
+    assert record["status"] == "oom"
+    failure = record["failure"]
+    assert set(failure) == {"operator", "request", "pinned", "depth", "over_by"}
+    assert failure["over_by"] == failure["pinned"] + failure["request"] - record["budget"]
+    assert record["overhead"] is None
+
+
+def test_budget_in_bytes_and_same_execution_interval(cache_env: dict[str, str]) -> None:
+    first = cli_json("run", SYNTHETIC, "--ratio", "0.3", env=cache_env)
+    lo, hi = first["same_execution"]["lo"], first["same_execution"]["hi"]
+    for budget in {lo, (lo + hi) // 2, hi}:
+        again = cli_json("run", SYNTHETIC, "--budget", str(budget), env=cache_env)
+        for name in ("status", "clock", "evictions", "rematerializations", "peak_pinned"):
+            assert again[name] == first[name]
+        assert again["same_execution"] == first["same_execution"]
+    below = cli_json("run", SYNTHETIC, "--budget", str(lo - 1), env=cache_env)
+    assert below["same_execution"]["hi"] == lo - 1
+
+
+def test_thrash_cap(cache_env: dict[str, str]) -> None:
+    loose = cli_json("run", SYNTHETIC, "--ratio", "0.4", env=cache_env)
+    assert loose["status"] == "ok" and loose["overhead"] > 1.0
+    tight = cli_json("run", SYNTHETIC, "--ratio", "0.4", "--cap", "1.0001", env=cache_env)
+    assert tight["status"] == "thrashed"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["run", SYNTHETIC, "--ratio", "abc"], "expected a number, got 'abc'"),
+        (["run", SYNTHETIC, "--ratio", "-1"], "expected a positive number"),
+        (["run", SYNTHETIC, "--budget", "1.5"], "expected a whole number of bytes"),
+        (["run", SYNTHETIC], "one of the arguments --ratio --budget is required"),
+        (["run", SYNTHETIC, "--ratio", "0.5", "--policy", "Nope"], "unknown policy 'Nope'"),
+        (["run", SYNTHETIC, "--ratio", "0.5", "--policy", "NbhdPenalty@c=1"], "has no parameter c"),
+        (["run", SYNTHETIC, "--ratio", "0.5", "--retain", "x1"], "--retain expects storage ids"),
+        (["run", SYNTHETIC, "--ratio", "0.5", "--retain", "99999999"], "not a storage id"),
+        (["run", "no-such-trace", "--ratio", "0.5"], "unknown trace 'no-such-trace'"),
+        (["run", "missing/file.log", "--ratio", "0.5"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line(cache_env: dict[str, str], args: list[str], words: str) -> None:
+    done = cli(*args, env=cache_env)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert words in done.stderr
+
+
+def test_simrd_backend_without_simrd_says_how(cache_env: dict[str, str]) -> None:
+    done = cli("run", SYNTHETIC, "--ratio", "0.5", "--backend", "simrd", env={**cache_env, "SIMRD_DIR": ""})
+    assert done.returncode == 2
+    assert "SIMRD_DIR" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_events_log(tmp_path: Path, cache_env: dict[str, str]) -> None:
+    events = tmp_path / "run.parquet"
+    record = cli_json("run", SYNTHETIC, "--ratio", "0.4", "--events", str(events), env=cache_env)
+    table = pq.read_table(events).to_pandas()
+    kinds = table["kind"].value_counts().to_dict()
+    assert kinds.get("evict_policy", 0) == record["policy_evictions"]
+    assert kinds.get("evict_policy", 0) + kinds.get("evict_eager", 0) == record["evictions"]
+    assert kinds.get("remat", 0) == record["rematerializations"]
+    assert kinds["operator"] == record["operators"]
+    evictions = table[table["kind"].str.startswith("evict")]
+    assert list(evictions["seq"]) == list(range(1, record["evictions"] + 1))
+    operators = table[table["kind"] == "operator"]
+    assert operators["max_pinned"].max() == record["peak_pinned"]
+    assert operators["max_depth"].max() == record["max_nesting_depth"]
+
+
+def test_retained_storage_is_never_evicted(tmp_path: Path, cache_env: dict[str, str]) -> None:
+    events = tmp_path / "run.parquet"
+    cli_json("run", SYNTHETIC, "--ratio", "0.4", "--events", str(events), env=cache_env)
+    table = pq.read_table(events).to_pandas()
+    victim = int(table[table["kind"] == "evict_policy"]["storage"].iloc[0])
+    events2 = tmp_path / "retained.parquet"
+    record = cli_json(
+        "run", SYNTHETIC, "--ratio", "0.4", "--retain", str(victim), "--events", str(events2), env=cache_env
+    )
+    assert record["retained"] == [victim]
+    table2 = pq.read_table(events2).to_pandas()
+    assert victim not in set(table2[table2["kind"] == "evict_policy"]["storage"])
+
+
+def test_traces_lists_the_shipped_trace(cache_env: dict[str, str]) -> None:
+    done = cli("traces", "--json", env=cache_env)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    synthetic = next(row for row in rows if row["name"] == SYNTHETIC)
+    assert synthetic["operators"] > 100
+    assert synthetic["peak"] > 0 and synthetic["model_compute"] > 0
+
+
+def test_cache_notices_a_changed_file(tmp_path: Path, cache_env: dict[str, str]) -> None:
+    trace = tmp_path / "copy.log"
+    shutil.copy(REPO / "traces" / f"{SYNTHETIC}.log", trace)
+    first = cli_json("run", str(trace), "--ratio", "0.5", env=cache_env)
+    assert list((tmp_path / "cache").glob(f"{first['trace_sha256']}.program.*"))
+    # Change the trace: one operator twice as slow. The cached parse must not be reused.
+    text = trace.read_text()
+    marker = '"TIME":"'
+    at = text.index(marker, text.index('"CALL"')) + len(marker)
+    end = text.index('"', at)
+    trace.write_text(text[:at] + str(int(text[at:end]) * 2 + 1) + text[end:])
+    second = cli_json("run", str(trace), "--ratio", "0.5", env=cache_env)
+    assert second["trace_sha256"] != first["trace_sha256"]
+    assert second["model_compute"] != first["model_compute"]
