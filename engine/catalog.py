@@ -84,5 +84,9 @@ def resolve(spec: str, explicit_dir: str | os.PathLike[str] | None = None) -> Tr
         if ref.name == spec:
             return ref
     known = ", ".join(ref.name for ref in refs) or "none"
-    hint = "" if traces_dir(explicit_dir) else f" (set {TRACES_ENV} or --traces DIR for the DTR traces)"
+    hint = (
+        ""
+        if traces_dir(explicit_dir)
+        else f" (set {TRACES_ENV} or --traces DIR for the DTR traces)"
+    )
     raise TraceNotFound(f"unknown trace {spec!r}; known traces: {known}{hint}")

@@ -48,7 +48,9 @@ def _bytes(text: str) -> int:
     try:
         value = int(text.replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of bytes, got {text!r}"
+        ) from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative number of bytes, got {text!r}")
     return value
@@ -72,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--cap", type=_positive_float, default=60, help="thrash cap x model compute")
     run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS")
-    run.add_argument("--retain", default="", metavar="IDS", help="storage ids never evicted: 3131,932")
+    run.add_argument(
+        "--retain", default="", metavar="IDS", help="storage ids never evicted: 3131,932"
+    )
     run.add_argument("--events", metavar="FILE", help="write the event log as Parquet")
     run.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
     run.add_argument(
@@ -83,13 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--python-regions", action="store_true", help=argparse.SUPPRESS)
 
-    bench = sub.add_parser("bench", help="time the engine (and simrd, with SIMRD_DIR) on fixed points")
-    bench.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
-    bench.add_argument("--simrd", action="store_true", help="also time unmodified simrd (SIMRD_DIR)")
-    bench.add_argument(
-        "--points", nargs="*", metavar="TRACE:RATIO", help="override the point set, e.g. resnet32:0.101"
+    bench = sub.add_parser(
+        "bench", help="time the engine (and simrd, with SIMRD_DIR) on fixed points"
     )
-    bench.add_argument("--simrd-slow", action="store_true", help="with --simrd, also inceptionv4 0.235 (~12 min)")
+    bench.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    bench.add_argument(
+        "--simrd", action="store_true", help="also time unmodified simrd (SIMRD_DIR)"
+    )
+    bench.add_argument(
+        "--points",
+        nargs="*",
+        metavar="TRACE:RATIO",
+        help="override the point set, e.g. resnet32:0.101",
+    )
+    bench.add_argument(
+        "--simrd-slow", action="store_true", help="with --simrd, also inceptionv4 0.235 (~12 min)"
+    )
     bench.add_argument("--repeat", type=int, default=1, help="engine runs per point (best is kept)")
 
     serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")

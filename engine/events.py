@@ -90,7 +90,10 @@ class EventLog:
             "score": pa.float64(),
         }
         table = pa.table(
-            {name: pa.array(values, type=types.get(name, pa.int64())) for name, values in self.rows.items()}
+            {
+                name: pa.array(values, type=types.get(name, pa.int64()))
+                for name, values in self.rows.items()
+            }
         )
         target = Path(path)
         tmp = target.with_name(target.name + ".tmp")

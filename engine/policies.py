@@ -40,9 +40,8 @@ class Policy:
         unknown = set(params) - set(self.defaults)
         if unknown:
             known = ", ".join(sorted(self.defaults)) or "none"
-            raise PolicyError(
-                f"policy {self.name} has no parameter {', '.join(sorted(unknown))} (parameters: {known})"
-            )
+            names = ", ".join(sorted(unknown))
+            raise PolicyError(f"policy {self.name} has no parameter {names} (parameters: {known})")
         self.params = {**self.defaults, **params}
 
     @property
@@ -287,5 +286,7 @@ def make_policy(spec: str) -> Policy:
             try:
                 params[key.strip()] = float(value)
             except ValueError:
-                raise PolicyError(f"policy parameter {key.strip()} must be a number, got {value!r}") from None
+                raise PolicyError(
+                    f"policy parameter {key.strip()} must be a number, got {value!r}"
+                ) from None
     return cls(**params)

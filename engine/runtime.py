@@ -175,9 +175,7 @@ class Simulation:
     # -- eviction -------------------------------------------------------------------------
     def _evict(self, s: int, by_policy: bool, score: float | None = None) -> None:
         if self.events is not None:
-            self.events.eviction(
-                self, s, score, by_policy, pool_size=len(self.pool)
-            )
+            self.events.eviction(self, s, score, by_policy, pool_size=len(self.pool))
         self.material[s] = False
         self.memory -= self.size[s]
         self._make_unevictable(s)

@@ -61,7 +61,9 @@ def parse_retain(text: str) -> frozenset[int]:
     return frozenset(ids)
 
 
-def load(trace: str | TraceRef, traces: str | os.PathLike[str] | None = None) -> tuple[TraceRef, Program]:
+def load(
+    trace: str | TraceRef, traces: str | os.PathLike[str] | None = None
+) -> tuple[TraceRef, Program]:
     ref = trace if isinstance(trace, TraceRef) else resolve(trace, traces)
     return ref, load_program(ref.path, ref.name)
 

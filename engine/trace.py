@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,9 @@ KNOWN_INSTRUCTIONS = (
     "COPY_FROM",
     "ALIAS",
 )
+
+
+_KNOWN = ", ".join(KNOWN_INSTRUCTIONS)
 
 
 class TraceError(ValueError):
@@ -73,7 +77,7 @@ class Program:
         return sum(self.op_compute)
 
 
-def sha256_of(path: str | Path) -> str:
+def sha256_of(path: str | os.PathLike[str]) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -103,7 +107,7 @@ class _Lines:
                 raise TraceError(
                     path,
                     number,
-                    f"unknown instruction {instr!r} (expected one of {', '.join(KNOWN_INSTRUCTIONS)})",
+                    f"unknown instruction {instr!r} (expected one of {_KNOWN})",
                 )
             self.items.append((number, obj))
         self.pos = 0
@@ -129,12 +133,12 @@ def _int_field(path: str | Path, line: int, obj: dict, key: str) -> int:
     try:
         return int(value)  # type: ignore[call-overload]
     except (TypeError, ValueError):
-        raise TraceError(
-            path, line, f"field {key} must be an integer, got {value!r}"
-        ) from None
+        raise TraceError(path, line, f"field {key} must be an integer, got {value!r}") from None
 
 
-def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha256: str = "") -> Program:
+def parse_text(
+    text: str, *, path: str | Path = "<trace>", name: str = "", sha256: str = ""
+) -> Program:
     """Parse trace text into a Program, exactly as simrd builds its schedule."""
     lines = _Lines(path, text)
     if not lines.items:
@@ -142,7 +146,9 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
     # Replay starts after the START annotation.
     while True:
         if lines.done():
-            raise TraceError(path, lines.last_line, "no ANNOTATE START line: the trace never starts")
+            raise TraceError(
+                path, lines.last_line, "no ANNOTATE START line: the trace never starts"
+            )
         _, obj = lines.next()
         if obj["INSTRUCTION"] == "ANNOTATE" and obj.get("ANNOTATION") == "START":
             break
@@ -157,7 +163,13 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
             raise TraceError(path, line, f"unknown tensor name {tname!r}")
         return names[tname]
 
-    def add_op(compute: int, sizes: tuple[int, ...], aliases: tuple[int, ...], args: tuple[int, ...], const: bool) -> int:
+    def add_op(
+        compute: int,
+        sizes: tuple[int, ...],
+        aliases: tuple[int, ...],
+        args: tuple[int, ...],
+        const: bool,
+    ) -> int:
         first = prog.n_tensors
         prog.op_compute.append(compute)
         prog.op_sizes.append(sizes)
@@ -167,7 +179,9 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
         prog.op_is_constant.append(const)
         prog.op_sizes_total.append(sum(sizes))
         for i, alias in enumerate(aliases):
-            tensor_storage_size.append(sizes[i] if alias == -1 else tensor_storage_size[args[alias]])
+            tensor_storage_size.append(
+                sizes[i] if alias == -1 else tensor_storage_size[args[alias]]
+            )
             refs.append(1)
         prog.n_tensors += len(sizes)
         prog.schedule_kind.append(COMPUTE)
@@ -191,10 +205,16 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
         if instr == "CONSTANT":
             cname = _field(path, line, obj, "NAME")
             if lines.done():
-                raise TraceError(path, line, f"CONSTANT {cname!r} without its MEMORY line (truncated file?)")
+                raise TraceError(
+                    path, line, f"CONSTANT {cname!r} without its MEMORY line (truncated file?)"
+                )
             mline, mem = lines.next()
             if mem["INSTRUCTION"] != "MEMORY" or mem.get("NAME") != cname:
-                raise TraceError(path, mline, f"expected the MEMORY line of CONSTANT {cname!r}, got {mem['INSTRUCTION']}")
+                raise TraceError(
+                    path,
+                    mline,
+                    f"expected the MEMORY line of CONSTANT {cname!r}, got {mem['INSTRUCTION']}",
+                )
             size = _int_field(path, mline, mem, "MEMORY")
             t = add_op(0, (size,), (-1,), (), True)
             define(line, cname, t)
@@ -223,7 +243,9 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
                 for expected in ("MEMORY", "ALIAS"):
                     if lines.done():
                         raise TraceError(
-                            path, line, f"CALL result {rname!r} without its {expected} line (truncated file?)"
+                            path,
+                            line,
+                            f"CALL result {rname!r} without its {expected} line (truncated file?)",
                         )
                     rline, robj = lines.next()
                     if robj["INSTRUCTION"] != expected or robj.get("NAME") != rname:
@@ -239,7 +261,10 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
                         alias = _int_field(path, rline, robj, "ALIAS")
                         if alias != -1 and not 0 <= alias < len(arg_names):
                             raise TraceError(
-                                path, rline, f"ALIAS {alias} is not an argument index of the CALL (0..{len(arg_names) - 1} or -1)"
+                                path,
+                                rline,
+                                f"ALIAS {alias} is not an argument index of the CALL "
+                                f"(0..{len(arg_names) - 1} or -1)",
                             )
                         aliases.append(alias)
             args = tuple(lookup(line, a) for a in arg_names)
@@ -262,7 +287,11 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
                 except (TypeError, ValueError):
                     raise TraceError(path, line, f"MUTATE index {m!r} is not an integer") from None
                 if not 0 <= mi < len(args):
-                    raise TraceError(path, line, f"MUTATE index {mi} is not an argument index (0..{len(args) - 1})")
+                    raise TraceError(
+                        path,
+                        line,
+                        f"MUTATE index {mi} is not an argument index (0..{len(args) - 1})",
+                    )
                 idx.append(mi)
             # Mutated outputs are fresh storages the size of the mutated argument's storage.
             sizes_t = tuple(tensor_storage_size[names[arg_names[m]]] for m in idx)
@@ -293,7 +322,7 @@ def parse_text(text: str, *, path: str | Path = "<trace>", name: str = "", sha25
     return prog
 
 
-def parse_file(path: str | Path, *, name: str = "") -> Program:
+def parse_file(path: str | os.PathLike[str], *, name: str = "") -> Program:
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -310,5 +339,7 @@ def parse_file(path: str | Path, *, name: str = "") -> Program:
         try:
             json.loads(last)
         except json.JSONDecodeError:
-            raise TraceError(p, text.count("\n") + 1, "truncated last line (invalid JSON)") from None
+            raise TraceError(
+                p, text.count("\n") + 1, "truncated last line (invalid JSON)"
+            ) from None
     return parse_text(text, path=p, name=name or p.stem, sha256=hashlib.sha256(data).hexdigest())

@@ -11,7 +11,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
     """Run `dtr-landscape ARGS` as a real process (python -m engine.cli)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

@@ -85,7 +85,9 @@ def test_bad_input_is_one_line(cache_env: dict[str, str], args: list[str], words
 
 
 def test_simrd_backend_without_simrd_says_how(cache_env: dict[str, str]) -> None:
-    done = cli("run", SYNTHETIC, "--ratio", "0.5", "--backend", "simrd", env={**cache_env, "SIMRD_DIR": ""})
+    done = cli(
+        "run", SYNTHETIC, "--ratio", "0.5", "--backend", "simrd", env={**cache_env, "SIMRD_DIR": ""}
+    )
     assert done.returncode == 2
     assert "SIMRD_DIR" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
@@ -114,7 +116,15 @@ def test_retained_storage_is_never_evicted(tmp_path: Path, cache_env: dict[str, 
     victim = int(table[table["kind"] == "evict_policy"]["storage"].iloc[0])
     events2 = tmp_path / "retained.parquet"
     record = cli_json(
-        "run", SYNTHETIC, "--ratio", "0.4", "--retain", str(victim), "--events", str(events2), env=cache_env
+        "run",
+        SYNTHETIC,
+        "--ratio",
+        "0.4",
+        "--retain",
+        str(victim),
+        "--events",
+        str(events2),
+        env=cache_env,
     )
     assert record["retained"] == [victim]
     table2 = pq.read_table(events2).to_pandas()

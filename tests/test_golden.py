@@ -24,7 +24,9 @@ RECORDS = _golden()
 
 def test_golden_records_are_present() -> None:
     if not RECORDS:
-        pytest.skip(f"golden records not available at {GOLDEN} (CI lays ../shared beside the clone)")
+        pytest.skip(
+            f"golden records not available at {GOLDEN} (CI lays ../shared beside the clone)"
+        )
     assert len(RECORDS) >= 100
 
 
@@ -32,7 +34,9 @@ def test_golden_records_are_present() -> None:
     "golden", RECORDS, ids=[f"{r['trace']}-{r['policy']}-{r['ratio']}" for r in RECORDS]
 )
 def test_reproduces_simrd(golden: dict, traces_dir: Path) -> None:
-    ours = run_point(golden["trace"], ratio=golden["ratio"], policy=golden["policy"], traces=traces_dir)
+    ours = run_point(
+        golden["trace"], ratio=golden["ratio"], policy=golden["policy"], traces=traces_dir
+    )
     if ours["failure"] is not None:
         ours["failure"].pop("over_by")
     for name in EXACT_FIELDS:

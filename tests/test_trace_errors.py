@@ -19,8 +19,13 @@ CALL = (
 
 # (case, file text, line the message names, words the message must contain)
 CASES = [
-    ("invalid JSON", f"{START}\n{CONST}\n{{\"INSTRUCTION\": \"CALL\",\n", 4, "invalid JSON"),
-    ("unknown instruction", f'{START}\n{CONST}\n{{"INSTRUCTION":"LAUNCH"}}\n', 4, "unknown instruction 'LAUNCH'"),
+    ("invalid JSON", f'{START}\n{CONST}\n{{"INSTRUCTION": "CALL",\n', 4, "invalid JSON"),
+    (
+        "unknown instruction",
+        f'{START}\n{CONST}\n{{"INSTRUCTION":"LAUNCH"}}\n',
+        4,
+        "unknown instruction 'LAUNCH'",
+    ),
     (
         "CALL without MEMORY/ALIAS",
         f'{START}\n{CONST}\n{{"ARGS":["w"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y"],"TIME":"5"}}\n'
@@ -35,8 +40,18 @@ CASES = [
         6,
         "expected the ALIAS line of CALL result 'y'",
     ),
-    ("unknown tensor name", f'{START}\n{CONST}\n{{"INSTRUCTION":"RELEASE","NAME":"ghost"}}\n', 4, "unknown tensor name 'ghost'"),
-    ("unknown argument", f'{START}\n{CONST}\n' + CALL.replace('["w"]', '["nope"]') + "\n", 4, "unknown tensor name 'nope'"),
+    (
+        "unknown tensor name",
+        f'{START}\n{CONST}\n{{"INSTRUCTION":"RELEASE","NAME":"ghost"}}\n',
+        4,
+        "unknown tensor name 'ghost'",
+    ),
+    (
+        "unknown argument",
+        f"{START}\n{CONST}\n" + CALL.replace('["w"]', '["nope"]') + "\n",
+        4,
+        "unknown tensor name 'nope'",
+    ),
     ("empty file", "", None, "empty trace file"),
     ("truncated file", f"{START}\n{CONST}\n{CALL}"[:-12], 6, "truncated last line"),
     (
@@ -47,12 +62,19 @@ CASES = [
     ),
     ("no START", f"{CONST}\n{CALL}\n", 5, "no ANNOTATE START line"),
     ("missing field", f'{START}\n{{"INSTRUCTION":"COPY","DST":"a"}}\n', 2, "missing field SRC"),
-    ("bad number", f'{START}\n{{"INSTRUCTION":"CONSTANT","NAME":"w"}}\n{{"INSTRUCTION":"MEMORY","MEMORY":"lots","NAME":"w"}}\n', 3, "field MEMORY must be an integer"),
+    (
+        "bad number",
+        f'{START}\n{{"INSTRUCTION":"CONSTANT","NAME":"w"}}\n{{"INSTRUCTION":"MEMORY","MEMORY":"lots","NAME":"w"}}\n',
+        3,
+        "field MEMORY must be an integer",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "text", "line", "words"), CASES, ids=[c[0] for c in CASES])
-def test_parse_error_names_file_line_and_problem(tmp_path: Path, case: str, text: str, line: int | None, words: str) -> None:
+def test_parse_error_names_file_line_and_problem(
+    tmp_path: Path, case: str, text: str, line: int | None, words: str
+) -> None:
     path = tmp_path / "bad.log"
     path.write_text(text)
     with pytest.raises(TraceError) as caught:
@@ -64,11 +86,17 @@ def test_parse_error_names_file_line_and_problem(tmp_path: Path, case: str, text
     assert words in message
 
 
-@pytest.mark.parametrize(("case", "text", "line", "words"), CASES[:8], ids=[c[0] for c in CASES[:8]])
-def test_cli_reports_one_line_and_exits_nonzero(tmp_path: Path, case: str, text: str, line: int | None, words: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "text", "line", "words"), CASES[:8], ids=[c[0] for c in CASES[:8]]
+)
+def test_cli_reports_one_line_and_exits_nonzero(
+    tmp_path: Path, case: str, text: str, line: int | None, words: str
+) -> None:
     path = tmp_path / "bad.log"
     path.write_text(text)
-    done = cli("run", str(path), "--budget", "1000", env={"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache")})
+    done = cli(
+        "run", str(path), "--budget", "1000", env={"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache")}
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
