@@ -156,13 +156,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         if args.events:
             raise UsageError("--events is only available with the engine backend")
+        from engine.policies import make_policy
+
         ref = resolve(args.trace, args.traces)
+        spec = make_policy(args.policy)  # validates the name and parameters
         record = run_reference(
             str(ref.path),
             name=ref.name,
             budget=args.budget,
             ratio=args.ratio,
-            policy=args.policy,
+            policy=spec.name,
+            seed=int(spec.params["seed"]) if "seed" in spec.params else None,
             cap=args.cap,
             retain=retain,
             time_limit=args.time_limit,

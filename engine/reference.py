@@ -385,6 +385,7 @@ def run_reference_observed(
     seed: int | None = None,
     time_limit: float | None = None,
     simrd_dir: str | None = None,
+    name: str | None = None,
     trace_name: str | None = None,
 ) -> tuple[dict, dict]:
     """Run one point through unmodified simrd; return (record, extra observations).
@@ -394,8 +395,8 @@ def run_reference_observed(
     ``cap`` the overhead cap (rematerialization compute above ``(cap - 1) x`` model compute
     is thrashing); ``retain`` storage ids never offered for eviction; ``seed`` seeds
     Python's ``random`` for RandomStorage (default 0); ``time_limit`` wall seconds before
-    the run stops with status ``timeout``; ``trace_name`` the record's ``trace`` (default:
-    the file's stem).
+    the run stops with status ``timeout``; ``name`` (or ``trace_name``) the record's
+    ``trace`` (default: the file's stem).
 
     The extra observations are diagnostics that are not part of the record: simrd's score
     evaluation count, the number of tensors defined by rebuilds (collateral siblings
@@ -461,7 +462,7 @@ def run_reference_observed(
     summary = rt.telemetry.summary
     remat_compute = summary["remat_compute"]
     record = {
-        "trace": trace_name if trace_name is not None else path.stem,
+        "trace": name or trace_name or path.stem,
         "trace_sha256": sha,
         "policy": policy,
         "budget": the_budget,

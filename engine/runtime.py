@@ -140,7 +140,7 @@ class Simulation:
         self.rematerializations = 0
         self.operators = 0
         self.max_memory = 0
-        self.peak_pinned = 0
+        self.peak_pinned = -1  # below any sample: the first check sets it, with its depth
         self.depth_at_peak_pinned = 0
         self.max_depth = 0
         self.depth = 0
@@ -468,7 +468,7 @@ class Simulation:
             rematerializations=self.rematerializations,
             operators=self.operators,
             max_memory=self.max_memory,
-            peak_pinned=self.peak_pinned,
+            peak_pinned=max(self.peak_pinned, 0),
             depth_at_peak_pinned=self.depth_at_peak_pinned,
             max_nesting_depth=self.max_depth,
             failure=self.failure,

@@ -82,3 +82,10 @@ def test_lstm_overhead_regimes(traces_dir: Path, policy: str, expected: list[flo
         for r in (0.266, 0.265, 0.264, 0.262)
     ]
     assert overheads == expected
+
+
+def test_resnet32_retaining_storage_612_completes(traces_dir: Path) -> None:
+    """The paper's second retention instance: ResNet-32 at 0.104 completes at 2.24x."""
+    record = _run("resnet32", 0.104, traces_dir, retain=frozenset({612}))
+    assert record["status"] == "ok"
+    assert round(record["overhead"], 2) == 2.24

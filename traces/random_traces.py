@@ -72,15 +72,25 @@ class TraceWriter:
         self.operators += 1
         return name
 
-    def call(self, op: str, args: list[str], outputs: list[int | tuple[str, int]], time: int) -> list[str]:
+    def call(
+        self, op: str, args: list[str], outputs: list[int | tuple[str, int]], time: int
+    ) -> list[str]:
         """One operator. Each output is a byte size, or ("alias", i): a view of args[i]."""
         for a in args:
             self._need(a)
         names = [self._fresh() for _ in outputs]
         self.lines.append(
-            _dump({"INSTRUCTION": "CALL", "NAME": op, "ARGS": list(args), "RESULT": names, "TIME": str(time)})
+            _dump(
+                {
+                    "INSTRUCTION": "CALL",
+                    "NAME": op,
+                    "ARGS": list(args),
+                    "RESULT": names,
+                    "TIME": str(time),
+                }
+            )
         )
-        for name, out in zip(names, outputs):
+        for name, out in zip(names, outputs, strict=True):
             if isinstance(out, tuple):
                 base = args[out[1]]
                 nbytes, alias = self.size[base], out[1]
@@ -98,7 +108,15 @@ class TraceWriter:
         for a in args:
             self._need(a)
         self.lines.append(
-            _dump({"INSTRUCTION": "MUTATE", "NAME": op, "ARGS": list(args), "MUTATE": list(which), "TIME": str(time)})
+            _dump(
+                {
+                    "INSTRUCTION": "MUTATE",
+                    "NAME": op,
+                    "ARGS": list(args),
+                    "MUTATE": list(which),
+                    "TIME": str(time),
+                }
+            )
         )
         self.operators += 1
 
@@ -169,7 +187,11 @@ def generate(seed: int, *, n_ops: int | None = None) -> str:
             name = w.rename(name)
         return name
 
-    x = w.call("input", [], [rng.choice(sizes)], t())[0] if rng.random() < 0.5 else w.constant(rng.choice(sizes))
+    x = (
+        w.call("input", [], [rng.choice(sizes)], t())[0]
+        if rng.random() < 0.5
+        else w.constant(rng.choice(sizes))
+    )
     layers: list[_Layer] = []
     forward_budget = int(n_ops * 0.5)
 
@@ -182,11 +204,15 @@ def generate(seed: int, *, n_ops: int | None = None) -> str:
         layer = _Layer(kind=kind, inp=x, out=x)
         if kind == "dense":
             wt = weight()
-            y = w.call(rng.choice(["linear", "conv2d", "mm"]), [x, wt], [rng.choice(sizes)], t(3, 20))[0]
+            y = w.call(
+                rng.choice(["linear", "conv2d", "mm"]), [x, wt], [rng.choice(sizes)], t(3, 20)
+            )[0]
             layer.weights, layer.saved = [wt], [x]
         elif kind == "norm":
             g, b = weight(), weight()
-            y, mean, rstd = w.call("batch_norm", [x, g, b], [w.size[x], rng.choice(small), rng.choice(small)], t(2, 10))
+            y, mean, rstd = w.call(
+                "batch_norm", [x, g, b], [w.size[x], rng.choice(small), rng.choice(small)], t(2, 10)
+            )
             layer.weights, layer.saved = [g, b], [x, mean, rstd]
         elif kind == "relu":
             y = w.call("relu", [x], [w.size[x]], t(1, 4))[0]
@@ -197,7 +223,12 @@ def generate(seed: int, *, n_ops: int | None = None) -> str:
             y = x
             layer.saved = []
         elif kind == "view":
-            y = w.call(rng.choice(["view", "transpose", "slice"]), [x], [("alias", 0)], rng.choice([0, 1, 1]))[0]
+            y = w.call(
+                rng.choice(["view", "transpose", "slice"]),
+                [x],
+                [("alias", 0)],
+                rng.choice([0, 1, 1]),
+            )[0]
         elif kind == "dropout":
             y, mask = w.call("dropout", [x], [w.size[x], rng.choice(sizes)], t(1, 5))
             layer.saved = [mask]
@@ -268,12 +299,20 @@ def generate(seed: int, *, n_ops: int | None = None) -> str:
         leftover = rng.random() < 0.1  # forget to drop a saved tensor now and then
         in_bytes = w.size.get(L.inp, w.size[g])
         if L.kind == "dense":
-            gx, gw = w.call(L.kind + "_backward", [g, *[s for s in L.saved if s in w.live], L.weights[0]],
-                            [in_bytes, w.size[L.weights[0]]], t(3, 20))
+            gx, gw = w.call(
+                L.kind + "_backward",
+                [g, *[s for s in L.saved if s in w.live], L.weights[0]],
+                [in_bytes, w.size[L.weights[0]]],
+                t(3, 20),
+            )
             grads.append((L.weights[0], gw))
         elif L.kind == "norm":
-            outs = w.call("batch_norm_backward", [g, *[s for s in L.saved if s in w.live], *L.weights],
-                          [in_bytes, w.size[L.weights[0]], w.size[L.weights[1]]], t(2, 10))
+            outs = w.call(
+                "batch_norm_backward",
+                [g, *[s for s in L.saved if s in w.live], *L.weights],
+                [in_bytes, w.size[L.weights[0]], w.size[L.weights[1]]],
+                t(2, 10),
+            )
             gx = outs[0]
             grads += [(L.weights[0], outs[1]), (L.weights[1], outs[2])]
         elif L.kind == "view":
@@ -286,14 +325,19 @@ def generate(seed: int, *, n_ops: int | None = None) -> str:
             if L.skip_from is not None:
                 pending.setdefault(L.skip_from, []).append(w.copy(g))
         else:
-            gx = w.call(L.kind + "_backward", [g, *[s for s in L.saved if s in w.live]], [in_bytes], t(1, 6))[0]
+            gx = w.call(
+                L.kind + "_backward", [g, *[s for s in L.saved if s in w.live]], [in_bytes], t(1, 6)
+            )[0]
         w.release(g)
         if not leftover:
             for s in L.saved:
                 if s in w.live:
                     w.release(s)
-        if L.inp in w.live and L.inp != L.out and rng.random() < 0.7 and not any(
-            L.inp in M.saved or L.inp == M.out for M in layers[:i]
+        if (
+            L.inp in w.live
+            and L.inp != L.out
+            and rng.random() < 0.7
+            and not any(L.inp in M.saved or L.inp == M.out for M in layers[:i])
         ):
             w.release(L.inp)
         g = gx

@@ -97,7 +97,10 @@ def synthetic_trace_text() -> str:
         y = w.call("cudnn_convolution", [x, conv_w[key]], [out_bytes], cost(flops))[0]
         g, b, rm, rv = bn[key]
         z, mean, invstd, reserve = w.call(
-            "cudnn_batch_norm", [y, g, b, rm, rv], [out_bytes, cout * F32, cout * F32, 0], cost(numel(y) * 4)
+            "cudnn_batch_norm",
+            [y, g, b, rm, rv],
+            [out_bytes, cout * F32, cout * F32, 0],
+            cost(numel(y) * 4),
         )
         w.release(reserve)
         rec = ("conv", key, x, y, z, mean, invstd)
@@ -134,7 +137,7 @@ def synthetic_trace_text() -> str:
     flat = w.call("view", [pooled], [("alias", 0)], 1100)[0]
     w.release(pooled)
     x = flat
-    for li, ((wt, bias), (fin, fout)) in enumerate(zip(fc_params, fc)):
+    for li, ((wt, bias), (fin, fout)) in enumerate(zip(fc_params, fc, strict=True)):
         wt_t = w.call("t", [wt], [("alias", 0)], 1000)[0]
         y = w.call("addmm", [bias, x, wt_t], [BATCH * fout * F32], cost(BATCH * fin * fout))[0]
         saved.append(("linear", li, x, wt_t))
@@ -152,9 +155,13 @@ def synthetic_trace_text() -> str:
     # ---------------------------------------------------------------- backward
     w.annotate("BACKWARD")
     grad = w.call("ones_like", [loss], [F32], 2000)[0]
-    grad = w.call("nll_loss_backward", [grad, logp, labels, total_weight], [w.size[logp]], cost(numel(logp)))[0]
+    grad = w.call(
+        "nll_loss_backward", [grad, logp, labels, total_weight], [w.size[logp]], cost(numel(logp))
+    )[0]
     w.release(total_weight)
-    grad2 = w.call("_log_softmax_backward_data", [grad, logp], [w.size[logp]], cost(numel(logp) * 4))[0]
+    grad2 = w.call(
+        "_log_softmax_backward_data", [grad, logp], [w.size[logp]], cost(numel(logp) * 4)
+    )[0]
     w.release(grad)
     w.release(logp)
     grad = grad2
@@ -195,7 +202,9 @@ def synthetic_trace_text() -> str:
         kind = rec[0]
         if kind == "relu":
             _, out, last_use = rec
-            g2 = w.call("threshold_backward", [grad, out], [w.size[grad]], cost(numel(grad), 1000))[0]
+            g2 = w.call("threshold_backward", [grad, out], [w.size[grad]], cost(numel(grad), 1000))[
+                0
+            ]
             w.release(grad)
             if last_use:
                 w.release(out)
@@ -227,7 +236,10 @@ def synthetic_trace_text() -> str:
             g_un = w.call("view", [grad], [("alias", 0)], 1000)[0]
             w.release(grad)
             gx = w.call(
-                "max_pool2d_with_indices_backward", [g_un, x_in, indices], [w.size[x_in]], cost(numel(x_in) * 2)
+                "max_pool2d_with_indices_backward",
+                [g_un, x_in, indices],
+                [w.size[x_in]],
+                cost(numel(x_in) * 2),
             )[0]
             w.release(g_un)
             w.release(indices)

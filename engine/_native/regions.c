@@ -35,6 +35,7 @@ typedef struct {
     PyObject *rev_list;   /* list of int: mirror of rev_sum */
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *stack;
+    long long searches, visited, edges;  /* work counters, for profiling */
 } Regions;
 
 static int vec_push(IntVec *v, int32_t x) {
@@ -169,8 +170,11 @@ static int rebuild_one(Regions *r, Py_ssize_t base, int forward) {
     int64_t total = 0;
     Py_ssize_t top = 0;
     r->stack[top++] = (int32_t)base;
+    r->searches++;
     while (top > 0) {
         const IntVec *edges = &adjacency[r->stack[--top]];
+        r->visited++;
+        r->edges += edges->len;
         for (int32_t j = 0; j < edges->len; j++) {
             int32_t u = edges->items[j];
             if (material[u]) {
@@ -369,7 +373,13 @@ static PyObject *Regions_neighbours(Regions *r, PyObject *args) {
     return out;
 }
 
+static PyObject *Regions_stats(Regions *r, PyObject *unused) {
+    return Py_BuildValue("{sLsLsL}", "searches", r->searches, "visited", r->visited, "edges",
+                         r->edges);
+}
+
 static PyMethodDef Regions_methods[] = {
+    {"stats", (PyCFunction)Regions_stats, METH_NOARGS, "work counters: searches, visited, edges"},
     {"add_edge", (PyCFunction)Regions_add_edge, METH_VARARGS, "add_edge(parent, child)"},
     {"set_compute", (PyCFunction)Regions_set_compute, METH_VARARGS, "set_compute(s, value)"},
     {"rebuild", (PyCFunction)Regions_rebuild, METH_VARARGS, "rebuild(s, forward)"},

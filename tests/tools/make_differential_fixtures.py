@@ -166,8 +166,14 @@ def fixtures_for(job: tuple[int, str, str | None]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "tests" / "fixtures" / "differential"))
-    ap.add_argument("-n", "--count", type=int, default=240, help="number of random traces (seeds 0..N-1)")
-    ap.add_argument("--simrd-dir", default=os.environ.get("SIMRD_DIR"), help="simrd/ folder of a dtr-prototype checkout")
+    ap.add_argument(
+        "-n", "--count", type=int, default=240, help="number of random traces (seeds 0..N-1)"
+    )
+    ap.add_argument(
+        "--simrd-dir",
+        default=os.environ.get("SIMRD_DIR"),
+        help="simrd/ folder of a dtr-prototype checkout",
+    )
     ap.add_argument("-j", "--jobs", type=int, default=2)
     args = ap.parse_args(argv)
 
@@ -199,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} records from {args.count} traces in {out}")
     print("by status:", dict(sorted(by_status.items())))
     print("by policy:", dict(sorted(by_policy.items())))
-    print(f"with rematerializations > 0: {remats} ({ok_remats} of them ok); with a retained set: {retained}")
+    print(
+        f"with rematerializations > 0: {remats} ({ok_remats} of them ok);"
+        f" with a retained set: {retained}"
+    )
     print(f"fixture size: {size / 1e6:.2f} MB")
     return 0
 

@@ -1,0 +1,1 @@
+"""Trace generators of our own: the shipped synthetic trace and random test traces."""
