@@ -14,6 +14,7 @@ Bad input exits 2 with one line saying what was wrong.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -111,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--db", metavar="PATH", help="the DuckDB store")
     serve.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    for module in COMMAND_MODULES:
+        COMMANDS.update(importlib.import_module(module).register(sub))
     return parser
 
 
@@ -207,6 +210,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"traces": _cmd_traces, "run": _cmd_run, "bench": _cmd_bench, "serve": _cmd_serve}
+# Modules adding subcommands: each has `register(subparsers) -> {name: handler}` and keeps its
+# module-level imports light (the store and DuckDB are imported inside handlers).
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -219,8 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as exc:  # a missing reference simulator and the like: one line, no traceback
         from engine.reference import ReferenceUnavailable
+        from engine.store import StoreError
 
-        if isinstance(exc, ReferenceUnavailable):
+        if isinstance(exc, ReferenceUnavailable | StoreError):
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 2
         raise
