@@ -154,3 +154,44 @@ def test_cache_notices_a_changed_file(tmp_path: Path, cache_env: dict[str, str])
     second = cli_json("run", str(trace), "--ratio", "0.5", env=cache_env)
     assert second["trace_sha256"] != first["trace_sha256"]
     assert second["model_compute"] != first["model_compute"]
+
+
+def test_time_limit_gives_timeout(cache_env: dict[str, str]) -> None:
+    record = cli_json("run", SYNTHETIC, "--ratio", "0.5", "--time-limit", "1e-9", env=cache_env)
+    assert record["status"] == "timeout"
+    assert record["overhead"] is None and record["failure"] is None
+    assert record["operators"] < 274  # stopped early
+
+
+def test_no_recursion_limit_ends_a_deep_rebuild(tmp_path: Path, cache_env: dict[str, str]) -> None:
+    """A chain of 5,000 operators whose activations are all evicted: rebuilding the last one
+    nests 5,000 deep, far past Python's recursion limit, and the run still resolves."""
+    lines = ['{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}']
+    lines.append('{"INSTRUCTION":"CONSTANT","NAME":"x0"}')  # x0 is pinned
+    lines.append('{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x0"}')
+    n = 5000
+    for i in range(1, n + 1):
+        lines.append(
+            f'{{"ARGS":["x{i - 1}"],"INSTRUCTION":"CALL","NAME":"f","RESULT":["x{i}"],"TIME":"1"}}'
+        )
+        lines.append(f'{{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"x{i}"}}')
+        lines.append(f'{{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"x{i}"}}')
+        if i > 1:  # x_{i-1} dies: freed at once, yet still x_i's parent if x_i is rebuilt
+            lines.append(f'{{"INSTRUCTION":"RELEASE","NAME":"x{i - 1}"}}')
+    # Ten more tensors push x_n out; then x_n is needed again.
+    for k in range(10):
+        lines.append(
+            f'{{"ARGS":["x0"],"INSTRUCTION":"CALL","NAME":"h","RESULT":["z{k}"],"TIME":"1000000000"}}'
+        )
+        lines.append(f'{{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"z{k}"}}')
+        lines.append(f'{{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"z{k}"}}')
+    lines.append(f'{{"ARGS":["x{n}"],"INSTRUCTION":"CALL","NAME":"g","RESULT":["y"],"TIME":"1"}}')
+    lines.append('{"INSTRUCTION":"MEMORY","MEMORY":"100","NAME":"y"}')
+    lines.append('{"ALIAS":"-1","INSTRUCTION":"ALIAS","NAME":"y"}')
+    for name in [f"x{n}"] + [f"z{k}" for k in range(10)]:
+        lines.append(f'{{"INSTRUCTION":"RELEASE","NAME":"{name}"}}')
+    trace = tmp_path / "chain.log"
+    trace.write_text("\n".join(lines) + "\n")
+    record = cli_json("run", str(trace), "--budget", "600", env=cache_env)
+    assert record["status"] == "ok"
+    assert record["max_nesting_depth"] > n  # the whole chain, rebuilt in one nested cascade
