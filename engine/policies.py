@@ -19,6 +19,11 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     from engine.runtime import Simulation
 
+try:  # the DTR scan in C; identical victims and scores (see engine/_native/regions.c)
+    from engine._native.regions import dtr_choose as _native_dtr_choose
+except ImportError:  # pragma: no cover - only when the extension could not be compiled
+    _native_dtr_choose = None
+
 INF = math.inf
 
 
@@ -34,6 +39,10 @@ class Policy:
     uses_regions: ClassVar[bool] = False  # maintained evicted neighbourhoods (h_DTR's e*)
     uses_eqclass: ClassVar[bool] = False  # union-find classes of evicted storages
     reads_budget: ClassVar[bool] = False  # decisions compare against the budget itself
+    # ... and every such comparison goes through Simulation._exceeds, so it narrows the
+    # same-execution interval (without that, a budget-reading policy's intervals are not
+    # certified: engine/landscape.py reports them as such).
+    records_budget_reads: ClassVar[bool] = False
     defaults: ClassVar[dict[str, float]] = {}
 
     def __init__(self, **params: float) -> None:
@@ -97,6 +106,20 @@ class DTR(Policy):
     uses_regions = True
 
     def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
+        if sim.native and _native_dtr_choose is not None:
+            # The same scan in C (engine/_native/regions.c), with Python's division rounding.
+            found = _native_dtr_choose(
+                sim.pool,
+                sim.size,
+                sim.last_access,
+                sim.compute,
+                sim.fwd_compute,
+                sim.rev_compute,
+                sim.clock,
+            )
+            if found is not None:
+                sim.heuristic_evals += found[2]
+                return found[0], found[1]
         # The hot loop of every run: inlined for speed, same arithmetic as `score`.
         clock = sim.clock
         size = sim.size
@@ -255,6 +278,7 @@ class TwoPhase(Policy):
     name = "TwoPhase"
     uses_regions = True
     reads_budget = True
+    records_budget_reads = True  # the shortfall tests below call sim._exceeds
     defaults = {"k": 8}
 
     def choose(self, sim: Simulation, request: int) -> tuple[int, float]:

@@ -84,6 +84,7 @@ class Simulation:
         self.events = events
         self.track_regions = budget is not None and policy.uses_regions
         self.track_eqclass = budget is not None and policy.uses_eqclass
+        self.native = native  # C neighbourhoods and DTR scan (identical results, faster)
 
         n = program.n_tensors
         # Per tensor.

@@ -44,3 +44,25 @@ def test_random_traces(tmp_path: Path, seed: int) -> None:
 @pytest.mark.parametrize("ratio", [0.101, 0.104])
 def test_resnet32(traces_dir: Path, ratio: float) -> None:
     _same("resnet32", ratio, "DTR", traces=traces_dir)
+
+
+def test_division_rounds_like_python() -> None:
+    """The C scan's quotient is Python's correctly rounded int / int, ties included."""
+    import random
+
+    from engine._native.regions import true_divide
+
+    rng = random.Random(7)
+    pairs = [
+        (rng.randrange(0, 1 << rng.choice([10, 40, 53, 54, 60])), rng.randrange(1, 1 << bits))
+        for bits in (10, 53, 54, 64, 90, 120)
+        for _ in range(20000)
+    ]
+    # exact ties and near-ties between two doubles
+    pairs += [
+        ((1 << k) + delta, d)
+        for k in range(53, 62)
+        for delta in range(-3, 4)
+        for d in (2, 3, 4, 6, (1 << 64) + 1)
+    ]
+    assert all(true_divide(n, d) == n / d for n, d in pairs)

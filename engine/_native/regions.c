@@ -12,6 +12,8 @@
    are also written into two Python lists the scoring loop reads. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -403,7 +405,152 @@ static PyTypeObject RegionsType = {
     .tp_doc = "Maintained evicted neighbourhoods over bitsets (see engine/regions.py).",
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "engine._native.regions", NULL, -1, NULL};
+
+/* ---- the DTR scan: Python's int / int true division, correctly rounded ------------------
+
+   simrd scores a storage as `int / int` in Python: the correctly rounded double of the exact
+   quotient. Equal doubles tie, and ties decide runs, so we must produce the same double.
+   Both operands below 2**53 are exact doubles, and IEEE division rounds correctly. Otherwise
+   an 80-bit long double quotient (error < 2**-62 relative) is rounded to double, and kept
+   only when it lies clearly inside the rounding interval of that double; in the rare other
+   case the quotient is computed by Python itself. */
+
+static PyObject *int128_to_pylong(unsigned __int128 v) {
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(v >> 64));
+    PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)v);
+    PyObject *shift = PyLong_FromLong(64);
+    PyObject *out = NULL;
+    if (hi && lo && shift) {
+        PyObject *shifted = PyNumber_Lshift(hi, shift);
+        if (shifted) {
+            out = PyNumber_Or(shifted, lo);
+            Py_DECREF(shifted);
+        }
+    }
+    Py_XDECREF(hi);
+    Py_XDECREF(lo);
+    Py_XDECREF(shift);
+    return out;
+}
+
+/* 0 on success (result in *out), -1 with a Python error set. */
+static int true_divide(long long num, unsigned __int128 den, double *out) {
+    const unsigned __int128 exact = (unsigned __int128)1 << DBL_MANT_DIG;
+    if (num >= 0 && (unsigned __int128)num <= exact && den <= exact) {
+        *out = (double)num / (double)(unsigned long long)den;
+        return 0;
+    }
+#if LDBL_MANT_DIG >= 64
+    if (num >= 0) {
+        long double q = (long double)num / (long double)den;
+        double d = (double)q;
+        if (isfinite(d) && d > 0) {
+            long double below = ((long double)d + (long double)nextafter(d, 0.0)) / 2;
+            long double above = ((long double)d + (long double)nextafter(d, INFINITY)) / 2;
+            long double margin = q * 0x1p-58L;
+            if (q - below > margin && above - q > margin) {
+                *out = d;
+                return 0;
+            }
+        }
+    }
+#endif
+    PyObject *n = PyLong_FromLongLong(num);
+    PyObject *m = int128_to_pylong(den);
+    PyObject *q = (n && m) ? PyNumber_TrueDivide(n, m) : NULL;
+    Py_XDECREF(n);
+    Py_XDECREF(m);
+    if (!q) return -1;
+    *out = PyFloat_AsDouble(q);
+    Py_DECREF(q);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *py_true_divide(PyObject *self, PyObject *args) {
+    long long num;
+    PyObject *den_obj;
+    if (!PyArg_ParseTuple(args, "LO!", &num, &PyLong_Type, &den_obj)) return NULL;
+    unsigned char bytes[16];
+    if (_PyLong_AsByteArray((PyLongObject *)den_obj, bytes, 16, 1, 0) < 0) return NULL;
+    unsigned __int128 den = 0;
+    for (int i = 15; i >= 0; i--) den = (den << 8) | bytes[i];
+    double q;
+    if (den == 0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "division by zero");
+        return NULL;
+    }
+    if (true_divide(num, den, &q) < 0) return NULL;
+    return PyFloat_FromDouble(q);
+}
+
+static int small_int(PyObject *list, Py_ssize_t i, long long *out) {
+    PyObject *item = PyList_GET_ITEM(list, i);
+    if (!PyLong_CheckExact(item)) return 0;
+    int overflow = 0;
+    *out = PyLong_AsLongLongAndOverflow(item, &overflow);
+    return !overflow && (*out < ((long long)1 << 61)) && (*out > -((long long)1 << 61));
+}
+
+/* dtr_choose(pool, size, last_access, compute, fwd, rev, clock) -> (victim, score, evaluated)
+   or None when some value is not a small int (the caller then scans in Python). */
+static PyObject *dtr_choose(PyObject *self, PyObject *args) {
+    PyObject *pool, *size, *last_access, *compute, *fwd, *rev;
+    long long clock;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!L", &PyDict_Type, &pool, &PyList_Type, &size,
+                          &PyList_Type, &last_access, &PyList_Type, &compute, &PyList_Type, &fwd,
+                          &PyList_Type, &rev, &clock))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(size);
+    if (PyList_GET_SIZE(last_access) < n || PyList_GET_SIZE(compute) < n ||
+        PyList_GET_SIZE(fwd) < n || PyList_GET_SIZE(rev) < n) {
+        PyErr_SetString(PyExc_ValueError, "dtr_choose: inconsistent sizes");
+        return NULL;
+    }
+    double best = INFINITY;
+    PyObject *victim = NULL;
+    long long evaluated = 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(pool, &pos, &key, &value)) {
+        Py_ssize_t s = PyLong_AsSsize_t(key);
+        if (s == -1 && PyErr_Occurred()) return NULL;
+        if (s < 0 || s >= n) {
+            PyErr_SetString(PyExc_IndexError, "dtr_choose: storage id out of range");
+            return NULL;
+        }
+        long long sz, la, c, f, r;
+        if (!small_int(size, s, &sz) || !small_int(last_access, s, &la) ||
+            !small_int(compute, s, &c) || !small_int(fwd, s, &f) || !small_int(rev, s, &r))
+            Py_RETURN_NONE;
+        evaluated++;
+        long long stale = clock - la;
+        double cost;
+        if (sz > 0 && stale > 0) {
+            unsigned __int128 den = (unsigned __int128)sz * (unsigned __int128)stale;
+            if (true_divide(c + f + r, den, &cost) < 0) return NULL;
+        } else if ((sz < 0) != (stale < 0) || sz == 0 || stale == 0) {
+            cost = INFINITY;  /* denominator <= 0 */
+        } else {
+            Py_RETURN_NONE;  /* both negative: leave it to Python */
+        }
+        if (cost <= best) {
+            best = cost;
+            victim = key;
+        }
+        if (cost == 0.0) break;
+    }
+    if (!victim) Py_RETURN_NONE;
+    return Py_BuildValue("(OdL)", victim, best, evaluated);
+}
+
+static PyMethodDef module_methods[] = {
+    {"dtr_choose", dtr_choose, METH_VARARGS, "The DTR scan over the evictable pool."},
+    {"true_divide", py_true_divide, METH_VARARGS, "num / den as Python's int true division."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "engine._native.regions", NULL, -1,
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit_regions(void) {
     if (PyType_Ready(&RegionsType) < 0) return NULL;
