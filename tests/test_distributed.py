@@ -1,0 +1,155 @@
+"""Sweeps on a real Dask cluster: `dask scheduler` and two `dask worker` processes on
+127.0.0.1, the sweep CLI as another process, the shipped synthetic trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from distributed import Client
+
+from engine.record import FIELD_NAMES
+from engine.store import Store, unflatten
+from tests.helpers import cli
+
+SYNTHETIC = "synthetic-mlp"
+VOLATILE = {"wall_s", "run_id", "host", "started_at", "ended_at", "sweep_id"}
+STARTUP_LIMIT_S = 120  # how long to wait for the cluster to come up before giving up
+
+
+def _dask() -> str:
+    """The `dask` command installed beside this interpreter (the project's venv)."""
+    return str(Path(sys.executable).parent / "dask")
+
+
+def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A dask command in the background, its output in a log file (read when debugging)."""
+    with open(log, "wb") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [_dask(), *args], env=env, cwd=log.parent, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Workers first: a worker whose scheduler is gone waits to reconnect instead of exiting."""
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A scheduler and two single-threaded workers; yields (address, workers' temp dir)."""
+    base = tmp_path_factory.mktemp("dask")
+    worker_tmp = base / "worker-tmp"
+    worker_tmp.mkdir()
+    env = {
+        **os.environ,
+        "TMPDIR": str(worker_tmp),  # where workers write the shipped trace
+        "DTR_LANDSCAPE_CACHE": str(base / "worker-cache"),
+        "DTR_LANDSCAPE_TRACES": "",  # the workers must not find the trace by name
+    }
+    scheduler_file = base / "scheduler.json"
+    # --no-dashboard still serves /health on the dashboard address: keep it on loopback too
+    loopback = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        scheduler = ["scheduler", "--port", "0", "--scheduler-file", str(scheduler_file)]
+        procs.append(_start(scheduler + loopback, base / "scheduler.log", env))
+        deadline = time.monotonic() + STARTUP_LIMIT_S
+        while not scheduler_file.exists() and procs[0].poll() is None:
+            assert time.monotonic() < deadline, "the Dask scheduler did not start"
+            time.sleep(0.1)
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        for i in range(2):
+            worker = ["worker", address, "--nthreads", "1", "--no-nanny", "--name", f"w{i}"]
+            worker += ["--local-directory", str(base / f"w{i}")]
+            procs.append(_start(worker + loopback, base / f"worker-{i}.log", env))
+        with Client(address, timeout=STARTUP_LIMIT_S) as client:
+            client.wait_for_workers(2, timeout=STARTUP_LIMIT_S)
+        yield address, worker_tmp
+    finally:
+        _stop(procs)
+
+
+def stored(db: Path) -> list[dict]:
+    rows = [unflatten(r) for r in Store.open(db).runs().to_dict("records")]
+    return [{k: v for k, v in row.items() if k not in VOLATILE} for row in rows]
+
+
+def outcome(row: dict) -> tuple:
+    return (*(row[k] for k in FIELD_NAMES if k not in VOLATILE), row["repeat"], row["stage"])
+
+
+def test_sweep_on_a_dask_cluster_equals_a_local_one(
+    tmp_path: Path, cluster: tuple[str, Path]
+) -> None:
+    address, worker_tmp = cluster
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    args = ("--grid", "0.35:0.5:0.01", "--repeats", "2", "--interior", "1", "--seed", "7")
+    remote = cli(
+        "sweep",
+        SYNTHETIC,
+        "--db",
+        str(tmp_path / "dask.duckdb"),
+        *args,
+        "--scheduler",
+        address,
+        env=env,
+    )
+    assert remote.returncode == 0, remote.stderr
+    local = cli(
+        "sweep", SYNTHETIC, "--db", str(tmp_path / "local.duckdb"), *args, "--workers", "2", env=env
+    )
+    assert local.returncode == 0, local.stderr
+    a, b = json.loads(remote.stdout), json.loads(local.stdout)
+    assert a["done"] == b["done"] == 2 * (16 + 15) and a["errors"] == b["errors"] == 0
+    on_dask, on_pool = stored(tmp_path / "dask.duckdb"), stored(tmp_path / "local.duckdb")
+    assert sorted(map(outcome, on_dask)) == sorted(map(outcome, on_pool))
+    assert len({(r["budget"], r["repeat"]) for r in on_dask}) == len(on_dask) == 62
+    # The workers ran the trace from the bytes they were sent, not from a path of ours.
+    assert [p.name for p in (worker_tmp / "dtr-landscape-traces").glob("*.log")] == [
+        f"{on_dask[0]['trace_sha256']}.log"
+    ]
+    assert {r["trace"] for r in on_dask} == {SYNTHETIC}
+
+
+def test_each_dask_task_gets_the_time_limit(tmp_path: Path, cluster: tuple[str, Path]) -> None:
+    address, _ = cluster
+    db = tmp_path / "db.duckdb"
+    done = cli(
+        "sweep",
+        SYNTHETIC,
+        "--db",
+        str(db),
+        "--ratios",
+        "0.4,0.5,0.6",
+        "--time-limit",
+        "0.000000001",
+        "--scheduler",
+        address,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["by_status"] == {"timeout": 3}
+
+
+def test_unreachable_scheduler_is_one_line_and_stores_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "store" / "db.duckdb"
+    done = cli(
+        "sweep", SYNTHETIC, "--db", str(db), "--ratios", "0.5", "--scheduler", "tcp://127.0.0.1:9"
+    )
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "expected a reachable Dask scheduler" in done.stderr
+    assert not db.parent.exists()
