@@ -1,0 +1,392 @@
+"""Exact landscapes: `dtr-landscape landscape | edges | holes`.
+
+Every run reports its same-execution interval [lo, hi]: every budget in it gives the
+identical execution (docs/DOMAIN.md, "Beyond sampling"). So
+- `landscape` walks a budget range from the bottom up, one run per distinct execution
+  (next budget = hi + 1), and classifies every byte of it;
+- `edges` bisects, on intervals, between stored neighbours of different statuses until an
+  interval of one status sits directly below one of the other: an exact edge;
+- `holes` counts the paper's failure regions over the sampled ratios and, where intervals
+  are stored, gives each hole's exact bytes.
+Runs made here are stored (source "engine", stage "walk" or "edge") and stored runs whose
+interval covers a budget are reused instead of re-run. The pure parts are in engine/holes.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.cli import _bytes, _positive_float
+from engine.holes import (
+    SAME_SETTINGS,
+    Interval,
+    certified_bytes,
+    covering,
+    distinct_intervals,
+    find_edges,
+    interval_from_row,
+)
+from engine.policies import POLICIES, Policy, make_policy
+from engine.simulate import DEFAULT_CAP, baseline, budget_for, load, run_point
+
+if TYPE_CHECKING:
+    from engine.catalog import TraceRef
+    from engine.store import Store
+
+Handler = Callable[[argparse.Namespace], int]
+FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of at most these
+
+
+def policy_certified(policy: type[Policy] | Policy) -> bool:
+    """Intervals are certified unless the policy reads the budget without recording those
+    comparisons (then a budget inside [lo, hi] could decide differently)."""
+    return not policy.reads_budget or policy.records_budget_reads
+
+
+def _ratio(text: str) -> float:
+    value = _positive_float(text)
+    if value > 2:
+        raise argparse.ArgumentTypeError(f"expected a ratio in (0, 2], got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
+    return value
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    walk = sub.add_parser("landscape", help="walk a budget range execution by execution")
+    walk.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    walk.add_argument("--from", dest="from_ratio", type=_ratio, metavar="R")
+    walk.add_argument("--to", dest="to_ratio", type=_ratio, metavar="R")
+    walk.add_argument("--from-budget", type=_bytes, metavar="BYTES")
+    walk.add_argument("--to-budget", type=_bytes, metavar="BYTES")
+    walk.add_argument("--max-runs", type=_count, metavar="N", help="stop after N new runs")
+    edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
+    edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
+    holes.add_argument("trace", help="a trace name or SHA-256, as stored")
+    for parser in (walk, edges, holes):
+        parser.add_argument(
+            "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
+        )
+        parser.add_argument("--cap", type=_positive_float, default=DEFAULT_CAP)
+        parser.add_argument("--db", metavar="PATH", help="the DuckDB store")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+    for parser in (walk, edges):  # holes only reads the store
+        parser.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    from engine.holes import command_holes
+
+    return {"landscape": _cmd_landscape, "edges": _cmd_edges, "holes": command_holes}
+
+
+# -- store I/O -----------------------------------------------------------------------------
+def stored_intervals(store: Store, trace_sha256: str, policy: str, cap: float) -> list[Interval]:
+    """Intervals of the stored runs of one trace, policy and cap, without what-if runs and
+    timeouts (a timed-out run stopped early: its interval says nothing about the rest)."""
+    frame = store.query(
+        "SELECT run_id, status, overhead, same_lo, same_hi FROM runs WHERE trace_sha256 = ? "
+        f"AND {SAME_SETTINGS} AND status IN ('ok', 'oom', 'thrashed') "
+        "AND same_lo IS NOT NULL ORDER BY started_at NULLS FIRST, run_id",
+        [trace_sha256, policy, float(cap)],
+    )
+    return [interval_from_row(row) for row in frame.to_dict("records")]
+
+
+class RunWriter:
+    """Runs point by point into the store, published in small batches: a killed walk loses
+    at most one batch, and a walk of hundreds of runs does not leave hundreds of parts."""
+
+    def __init__(self, store: Store, walk_id: str, stage: str, cap: float) -> None:
+        self.store, self.walk_id, self.stage, self.cap = store, walk_id, stage, cap
+        self.pending: list[tuple[dict[str, Any], datetime, datetime]] = []
+        self.flushed_at = time.monotonic()
+        self.executed = 0
+
+    def run(self, ref: TraceRef, budget: int, policy: str) -> Interval:
+        started = datetime.now()
+        record = run_point(ref, budget=budget, policy=policy, cap=self.cap)
+        record["run_id"] = uuid.uuid4().hex
+        self.pending.append((record, started, datetime.now()))
+        self.executed += 1
+        if len(self.pending) >= FLUSH_RUNS or time.monotonic() - self.flushed_at > FLUSH_SECONDS:
+            self.flush()
+        same = record["same_execution"]
+        interval = Interval(
+            same["lo"], same["hi"], record["status"], record["overhead"], record["run_id"]
+        )
+        if not interval.contains(budget):  # the walk's progress rests on this
+            raise RuntimeError(f"run at {budget} reported an interval [{same['lo']}, {same['hi']}]")
+        return interval
+
+    def flush(self) -> None:
+        from engine.store import flatten
+
+        rows = [
+            flatten(
+                record,
+                source="engine",
+                walk_id=self.walk_id,
+                stage=self.stage,
+                cap=self.cap,
+                started_at=started,
+                ended_at=ended,
+            )
+            for record, started, ended in self.pending
+        ]
+        self.store.add_rows("runs", rows)
+        self.pending = []
+        self.flushed_at = time.monotonic()
+
+
+def _walk_row(**row: Any) -> dict[str, Any]:
+    return {"started_at": datetime.now(), **row}
+
+
+# -- landscape -----------------------------------------------------------------------------
+def walk_landscape(
+    store: Store,
+    trace: str | TraceRef,
+    *,
+    start: int,
+    end: int,
+    policy: str = "DTR",
+    cap: float = DEFAULT_CAP,
+    max_runs: int | None = None,
+    traces: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Classify every budget in [start, end]: run at start, then at hi + 1 of each interval,
+    until past end (or hi is null: every larger budget is the same run). Stored runs whose
+    interval covers the next budget are reused; `max_runs` bounds the new runs."""
+    if not 0 <= start < end:
+        raise ValueError(f"the range must go upward: from {start} to {end}")
+    the_policy = make_policy(policy)
+    spec = the_policy.spec
+    ref, program = load(trace, traces)
+    assert program.sha256
+    known, _ = distinct_intervals(stored_intervals(store, program.sha256, spec, cap))
+    walk_id = uuid.uuid4().hex
+    row = _walk_row(
+        walk_id=walk_id,
+        kind="landscape",
+        trace=ref.name,
+        trace_sha256=program.sha256,
+        policy=spec,
+        cap=float(cap),
+        from_budget=start,
+        to_budget=end,
+    )
+    certified = policy_certified(the_policy)
+    writer = RunWriter(store, walk_id, "walk", cap)
+    steps: list[dict[str, Any]] = []
+    budget: int | None = start
+    try:
+        while budget is not None and budget <= end:
+            at = covering(known, budget)
+            if at is not None:
+                interval, reused = known[at], True
+            elif max_runs is not None and writer.executed >= max_runs:
+                break
+            else:
+                interval, reused = writer.run(ref, budget, spec), False
+            steps.append({**interval.as_dict(), "reused": reused})
+            budget = None if interval.hi is None else interval.hi + 1
+    except BaseException:
+        # interrupted: what was run is kept, and the walk says how far it certainly got (the
+        # walks row is written once, at the end, since parts are not ordered among themselves)
+        writer.flush()
+        last = steps[-1]["hi"] if steps and certified else None
+        reached = None if last is None else min(last, end)
+        store.add_walk(
+            **row, ended_at=datetime.now(), reached=reached, complete=False, runs=writer.executed
+        )
+        raise
+    writer.flush()
+    stopped_at = budget if budget is not None and budget <= end else None
+    if not certified:  # a budget between two runs' budgets may have decided differently
+        stopped_at = start
+    intervals = [Interval(s["lo"], s["hi"], s["status"]) for s in steps]
+    done = certified_bytes(intervals, start, end) if certified else 0
+    reached = None
+    if certified and steps:
+        reached = end if stopped_at is None else stopped_at - 1
+    complete = certified and stopped_at is None
+    store.add_walk(
+        **{**row, "ended_at": datetime.now()},
+        reached=reached,
+        complete=complete,
+        runs=writer.executed,
+    )
+    return {
+        "trace": ref.name,
+        "trace_sha256": program.sha256,
+        "policy": spec,
+        "cap": cap,
+        "walk_id": walk_id,
+        "certified": certified,
+        "from_budget": start,
+        "to_budget": end,
+        "intervals": steps,
+        "runs_executed": writer.executed,
+        "runs_reused": sum(1 for s in steps if s["reused"]),
+        "bytes_certified": done,
+        "bytes_asked": end - start + 1,
+        "coverage": done / (end - start + 1),
+        "complete": complete,
+        "stopped_at": stopped_at,
+    }
+
+
+def _cmd_landscape(args: argparse.Namespace) -> int:
+    by_ratio = args.from_ratio is not None or args.to_ratio is not None
+    by_budget = args.from_budget is not None or args.to_budget is not None
+    if by_ratio == by_budget:
+        raise ValueError("give either --from R --to R or --from-budget B --to-budget B")
+    pair = (args.from_ratio, args.to_ratio) if by_ratio else (args.from_budget, args.to_budget)
+    names = ("--from", "--to") if by_ratio else ("--from-budget", "--to-budget")
+    if pair[0] is None or pair[1] is None:
+        raise ValueError(f"{names[0]} and {names[1]} go together")
+    if pair[0] >= pair[1]:
+        raise ValueError(f"{names[0]} must be below {names[1]}, got {pair[0]} and {pair[1]}")
+    make_policy(args.policy)  # an unknown policy is bad input before any loading
+    ref, program = load(args.trace, args.traces)
+    if by_ratio:
+        peak = baseline(program).peak
+        start, end = budget_for(pair[0], peak), budget_for(pair[1], peak)
+    else:
+        start, end = pair
+    from engine.store import Store
+
+    result = walk_landscape(
+        Store.open(args.db),
+        ref,
+        start=start,
+        end=end,
+        policy=args.policy,
+        cap=args.cap,
+        max_runs=args.max_runs,
+        traces=args.traces,
+    )
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(
+        f"{result['trace']} {result['policy']}: {len(result['intervals'])} intervals over "
+        f"[{start:,}, {end:,}], {result['runs_executed']} runs, {result['runs_reused']} reused, "
+        f"coverage {result['coverage']:.4f}"
+        + ("" if result["complete"] else f", stopped at {result['stopped_at']}")
+    )
+    for step in result["intervals"]:
+        hi = "..." if step["hi"] is None else f"{step['hi']:,}"
+        print(f"  [{step['lo']:,}, {hi}] {step['status']}")
+    return 0
+
+
+# -- edges ---------------------------------------------------------------------------------
+def find_exact_edges(
+    store: Store,
+    trace: str | TraceRef,
+    *,
+    policy: str = "DTR",
+    cap: float = DEFAULT_CAP,
+    traces: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    spec = make_policy(policy).spec
+    ref, program = load(trace, traces)
+    assert program.sha256
+    known, conflicts = distinct_intervals(stored_intervals(store, program.sha256, spec, cap))
+    if not known:
+        raise ValueError(f"no stored runs of {ref.name} with policy {spec}, cap {cap:g}")
+    walk_id = uuid.uuid4().hex
+    top = known[-1].hi if known[-1].hi is not None else known[-1].lo
+    row = _walk_row(
+        walk_id=walk_id,
+        kind="edges",
+        trace=ref.name,
+        trace_sha256=program.sha256,
+        policy=spec,
+        cap=float(cap),
+        from_budget=known[0].lo,
+        to_budget=top,
+    )
+    writer = RunWriter(store, walk_id, "edge", cap)
+    try:
+        edges, bisected = find_edges(known, lambda budget: writer.run(ref, budget, spec))
+    except BaseException:
+        writer.flush()
+        store.add_walk(
+            **row, ended_at=datetime.now(), reached=None, complete=False, runs=writer.executed
+        )
+        raise
+    writer.flush()
+    store.add_walk(
+        **{**row, "ended_at": datetime.now()}, reached=top, complete=True, runs=writer.executed
+    )
+    return {
+        "trace": ref.name,
+        "trace_sha256": program.sha256,
+        "policy": spec,
+        "cap": cap,
+        "walk_id": walk_id,
+        "edges": [{"below": _edge_side(a), "above": _edge_side(b)} for a, b in edges],
+        "gaps_bisected": bisected,
+        "runs_executed": writer.executed,
+        "conflicting_intervals": conflicts,
+    }
+
+
+def _edge_side(interval: Interval) -> dict[str, Any]:
+    return {k: getattr(interval, k) for k in ("lo", "hi", "status", "run_id")}
+
+
+def _cmd_edges(args: argparse.Namespace) -> int:
+    from engine.store import Store
+
+    result = find_exact_edges(
+        Store.open(args.db), args.trace, policy=args.policy, cap=args.cap, traces=args.traces
+    )
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{result['trace']} {result['policy']}: {len(result['edges'])} exact edges")
+    for edge in result["edges"]:
+        below, above = edge["below"], edge["above"]
+        print(f"  {below['status']} up to {below['hi']:,} | {above['status']} from {above['lo']:,}")
+    return 0
+
+
+# -- benchmark -----------------------------------------------------------------------------
+def bench_exact_walk(traces_dir: str | os.PathLike[str] | None) -> list[str]:
+    """Time the exact walk over ResNet-32 0.095-0.110 (DTR) into a temporary store."""
+    ref, program = load("resnet32", traces_dir)
+    peak = baseline(program).peak  # parse and baseline are cached first, outside the timing
+    start, end = budget_for(0.095, peak), budget_for(0.110, peak)
+    with tempfile.TemporaryDirectory() as tmp:
+        from engine.store import Store
+
+        store = Store.open(Path(tmp) / "bench.duckdb")
+        began = time.perf_counter()
+        result = walk_landscape(store, ref, start=start, end=end)
+        seconds = time.perf_counter() - began
+    widths = [s["hi"] - s["lo"] + 1 for s in result["intervals"] if s["hi"] is not None]
+    runs = result["runs_executed"]
+    return [
+        f"exact walk resnet32 0.095-0.110 DTR: {runs} runs in {seconds:.1f} s "
+        f"({1000 * seconds / max(runs, 1):.0f} ms/run), {len(result['intervals'])} intervals "
+        f"of {min(widths):,}..{max(widths):,} bytes, coverage {result['coverage']:.3f}"
+    ]

@@ -1,0 +1,295 @@
+"""Counting holes and finding exact edges: the pure functions on small synthetic tables, then
+`holes` and `edges` end to end on ResNet-32 against the paper's published hole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from engine.holes import (
+    Interval,
+    Sample,
+    bisect_edge,
+    certified_bytes,
+    count_holes,
+    covering,
+    distinct_intervals,
+    exact_range,
+    find_edges,
+    interval_holes,
+)
+from engine.landscape import walk_landscape
+from engine.simulate import run_point
+from engine.store import Store
+from tests.helpers import cli_json
+
+
+def _samples(table: str) -> list[Sample]:
+    """'0.1 oom, 0.2 ok' -> samples (the budget is the ratio in thousandths)."""
+    out = []
+    for item in table.split(","):
+        ratio, status = item.split()
+        out.append(Sample(float(ratio), round(float(ratio) * 1000), status))
+    return out
+
+
+def _ratios(points: list[dict]) -> list[float]:
+    return [p["ratio"] for p in points]
+
+
+# -- count_holes -----------------------------------------------------------------------------
+def test_regions_first_success_and_stable_from() -> None:
+    report = count_holes(
+        _samples(
+            "0.1 oom, 0.2 thrashed, 0.3 ok, 0.4 oom, 0.5 oom, 0.6 ok, 0.7 ok, "
+            "0.8 thrashed, 0.9 ok, 1.0 ok"
+        )
+    )
+    assert report["first_success"]["ratio"] == 0.3
+    assert _ratios(report["failing_above"]) == [0.4, 0.5, 0.8]
+    assert [
+        (r["last_ok_below"], r["first_fail"], r["last_fail"], r["first_ok_above"])
+        for r in report["regions"]
+    ] == [(0.3, 0.4, 0.5, 0.6), (0.7, 0.8, 0.8, 0.9)]
+    assert report["regions"][0]["edge_brackets"] == [
+        {"last_ok": 0.3, "first_fail": 0.4},
+        {"last_fail": 0.5, "first_ok": 0.6},
+    ]
+    assert report["regions"][1]["budgets"] == {
+        "last_ok_below": 700,
+        "first_fail": 800,
+        "last_fail": 800,
+        "first_ok_above": 900,
+    }
+    assert report["stable_from"]["ratio"] == 0.9
+
+
+def test_timeouts_are_set_aside_first() -> None:
+    # the timeout at 0.5 neither splits the region nor closes it
+    report = count_holes(_samples("0.3 ok, 0.4 oom, 0.5 timeout, 0.6 oom, 0.7 ok, 0.8 timeout"))
+    assert report["timeouts_set_aside"] == 2 and report["samples"] == 4
+    assert len(report["regions"]) == 1
+    assert report["regions"][0]["first_fail"] == 0.4 and report["regions"][0]["last_fail"] == 0.6
+    assert report["stable_from"]["ratio"] == 0.7
+
+
+def test_failures_at_the_top_are_no_region_and_nothing_is_stable() -> None:
+    report = count_holes(_samples("0.3 ok, 0.4 oom, 0.5 ok, 0.6 oom, 0.7 thrashed"))
+    assert len(report["regions"]) == 1 and report["regions"][0]["first_ok_above"] == 0.5
+    assert _ratios(report["failing_above"]) == [0.4, 0.6, 0.7]
+    assert report["stable_from"] is None
+
+
+def test_no_success_at_all() -> None:
+    report = count_holes(_samples("0.1 oom, 0.2 oom"))
+    assert report["first_success"] is None and report["failing_above"] == []
+    assert report["regions"] == [] and report["stable_from"] is None
+    assert count_holes([])["samples"] == 0
+
+
+def test_a_repeated_ratio_counts_once() -> None:
+    report = count_holes(_samples("0.3 ok, 0.4 oom, 0.4 oom, 0.5 ok"))
+    assert report["samples"] == 3 and len(report["regions"]) == 1
+
+
+# -- intervals -------------------------------------------------------------------------------
+def _intervals(table: str) -> list[Interval]:
+    """'0-9 ok, 10-19 oom, 30- ok' -> intervals (an open end: hi None)."""
+    out = []
+    for item in table.split(","):
+        span, status = item.split()
+        lo, _, hi = span.partition("-")
+        out.append(Interval(int(lo), int(hi) if hi else None, status, run_id=span))
+    return out
+
+
+REGION = {"budgets": {"last_ok_below": 5, "first_fail": 12, "last_fail": 25, "first_ok_above": 35}}
+
+
+def test_exact_range_of_a_fully_walked_hole() -> None:
+    intervals = _intervals("0-9 ok, 10-19 oom, 20-29 thrashed, 30-39 ok, 40- ok")
+    assert exact_range(REGION, intervals) == {
+        "first_fail_byte": 10,
+        "last_fail_byte": 29,
+        "width": 20,
+        "complete": True,
+        "failing_bytes_known": 20,
+        "ok_bytes_inside": 0,
+    }
+
+
+def test_exact_edges_with_a_gap_between_are_not_complete() -> None:
+    intervals = _intervals("0-9 ok, 10-14 oom, 20-29 oom, 30-39 ok")
+    exact = exact_range(REGION, intervals)
+    assert (exact["first_fail_byte"], exact["last_fail_byte"], exact["width"]) == (10, 29, 20)
+    assert not exact["complete"] and exact["failing_bytes_known"] == 15
+
+
+def test_an_ok_stretch_inside_is_reported() -> None:
+    intervals = _intervals("0-9 ok, 10-14 oom, 15-16 ok, 17-29 oom, 30-39 ok")
+    exact = exact_range(REGION, intervals)
+    assert exact["complete"] and exact["width"] == 20 and exact["ok_bytes_inside"] == 2
+
+
+def test_an_edge_not_found_yet_is_null() -> None:
+    # nothing touches the failing interval from below: the lower edge is somewhere in 6..9
+    intervals = _intervals("0-5 ok, 10-29 oom, 30-39 ok")
+    exact = exact_range(REGION, intervals)
+    assert exact["first_fail_byte"] is None and exact["last_fail_byte"] == 29
+    assert exact["width"] is None and not exact["complete"]
+
+
+def test_interval_holes_need_touching_ok_on_both_sides() -> None:
+    intervals = _intervals("0-9 oom, 10-19 ok, 20-24 oom, 25-29 oom, 30-39 ok, 41-50 oom, 51- ok")
+    assert interval_holes(intervals) == [
+        {"first_fail_byte": 20, "last_fail_byte": 29, "width": 10, "intervals": 2}
+    ]
+
+
+def test_distinct_intervals_covering_and_clipping() -> None:
+    raw = _intervals("20-29 oom, 0-9 ok, 0-9 ok, 25-34 ok, 40- ok")
+    intervals, conflicts = distinct_intervals(raw)
+    assert [(i.lo, i.hi) for i in intervals] == [(0, 9), (20, 29), (40, None)]
+    assert conflicts == 1  # 25-34 overlaps 20-29: counted, not merged
+    assert covering(intervals, 0) == 0 and covering(intervals, 29) == 1
+    assert covering(intervals, 10**15) == 2 and covering(intervals, 15) is None
+    assert certified_bytes(intervals, 5, 44) == 5 + 10 + 5
+
+
+# -- edges -----------------------------------------------------------------------------------
+def _landscape(statuses: str, width: int = 7) -> list[Interval]:
+    """A budget axis cut into intervals of `width` bytes, one status letter each."""
+    names = {"k": "ok", "o": "oom", "t": "thrashed"}
+    return [
+        Interval(i * width, i * width + width - 1, names[c], run_id=str(i))
+        for i, c in enumerate(statuses)
+    ]
+
+
+def _probe(axis: list[Interval], probed: list[int]) -> Callable[[int], Interval]:
+    """The landscape's own answer for a budget (what a run would report), recording it."""
+
+    def probe(budget: int) -> Interval:
+        probed.append(budget)
+        at = covering(axis, budget)
+        assert at is not None
+        return axis[at]
+
+    return probe
+
+
+@pytest.mark.parametrize(
+    "statuses",
+    ["ooooooooooooookkkkkkkk", "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkko", "kkkkttoooo"],
+)
+def test_bisection_finds_each_change_of_status(statuses: str) -> None:
+    axis = _landscape(statuses)
+    probed: list[int] = []
+    edges = bisect_edge(axis[0], axis[-1], _probe(axis, probed))
+    changes = [(a, b) for a, b in zip(axis, axis[1:], strict=False) if a.status != b.status]
+    assert edges == changes
+    for below, above in edges:
+        assert below.hi is not None and below.hi + 1 == above.lo
+    assert len(probed) <= 2 * len(statuses).bit_length() + 2  # logarithmic, not a scan
+
+
+def test_find_edges_keeps_touching_pairs_and_skips_equal_neighbours() -> None:
+    axis = _landscape("ookkkkkkkoooooookkkk")
+    known = [axis[0], axis[1], axis[2], axis[12], axis[19]]  # touching ok|oom at 1|2
+    probed: list[int] = []
+    edges, bisected = find_edges(known, _probe(axis, probed))
+    assert [(a.run_id, b.run_id) for a, b in edges] == [("1", "2"), ("8", "9"), ("15", "16")]
+    assert bisected == 2
+    assert not any(axis[0].lo <= b <= axis[1].hi for b in probed)
+
+
+# -- ResNet-32: the paper's hole, sampled and then exact ----------------------------------------
+RATIOS = [round(0.095 + i * 0.001, 3) for i in range(16)]  # 0.095 .. 0.110
+
+
+def test_resnet32_hole_sampled_then_exact(traces_dir: Path, tmp_path: Path) -> None:
+    db = tmp_path / "landscape.duckdb"
+    env = {"DTR_LANDSCAPE_TRACES": str(traces_dir)}
+    records = [run_point("resnet32", ratio=r, traces=traces_dir) for r in RATIOS]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+
+    holes = cli_json("holes", "resnet32", "--db", str(db), "--json", env=env)
+    assert [
+        {k: r[k] for k in ("last_ok_below", "first_fail", "last_fail", "first_ok_above")}
+        for r in holes["regions"]
+    ] == [
+        {"last_ok_below": 0.101, "first_fail": 0.102, "last_fail": 0.106, "first_ok_above": 0.107}
+    ]
+    assert holes["stable_from"]["ratio"] == 0.107 and holes["samples"] == 16
+
+    found = cli_json("edges", "resnet32", "--db", str(db), "--json", env=env)
+    edges = found["edges"]
+    budgets = holes["regions"][0]["budgets"]
+    assert found["runs_executed"] > 0
+    for edge in edges:
+        below, above = edge["below"], edge["above"]
+        assert below["hi"] + 1 == above["lo"] and below["status"] != above["status"]
+        for budget, side in ((below["hi"], below), (above["lo"], above)):
+            again = run_point("resnet32", budget=budget, traces=traces_dir)
+            assert again["status"] == side["status"]
+            assert again["same_execution"] == {"lo": side["lo"], "hi": side["hi"]}
+    into = [
+        e for e in edges if budgets["last_ok_below"] <= e["below"]["hi"] < budgets["first_fail"]
+    ]
+    out = [e for e in edges if budgets["last_fail"] <= e["below"]["hi"] < budgets["first_ok_above"]]
+    assert [(e["below"]["status"], e["above"]["status"]) for e in into] == [("ok", "oom")]
+    assert [(e["below"]["status"], e["above"]["status"]) for e in out] == [("oom", "ok")]
+    store = Store.open(db)
+    stages = store.query("SELECT stage, count(*) AS n FROM runs GROUP BY stage ORDER BY stage")
+    assert dict(zip(stages["stage"].fillna("-"), stages["n"], strict=True)) == {
+        "-": 16,
+        "edge": found["runs_executed"],
+    }
+    walk = store.query("SELECT * FROM walks WHERE walk_id = ?", [found["walk_id"]]).iloc[0]
+    assert walk["kind"] == "edges" and bool(walk["complete"])
+
+    # With the edges stored, the hole's bytes are exact (a walk between them would complete
+    # it: 262 runs over mostly tiny intervals, so that is checked on synthetic-mlp below).
+    exact = cli_json("holes", "resnet32", "--db", str(db), "--json", env=env)["regions"][0]["bytes"]
+    first, last = into[0]["above"]["lo"], out[0]["below"]["hi"]
+    assert (exact["first_fail_byte"], exact["last_fail_byte"]) == (first, last)
+    assert exact["width"] == last - first + 1 and not exact["complete"]
+
+
+# -- synthetic-mlp: holes made complete by a walk ----------------------------------------------
+def test_synthetic_hole_becomes_complete(tmp_path: Path) -> None:
+    db = tmp_path / "landscape.duckdb"
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    ratios = [round(0.398 + i * 0.001, 3) for i in range(28)]  # 0.398 .. 0.425
+    store = Store.open(db)
+    store.add_runs([run_point("synthetic-mlp", ratio=r) for r in ratios], source="engine", cap=60)
+    holes = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)
+    assert [
+        (r["last_ok_below"], r["first_fail"], r["last_fail"], r["first_ok_above"])
+        for r in holes["regions"]
+    ] == [(0.403, 0.404, 0.405, 0.406), (0.406, 0.407, 0.42, 0.421)]
+    assert holes["first_success"]["ratio"] == 0.4 and holes["stable_from"]["ratio"] == 0.421
+    assert all(r["bytes"]["first_fail_byte"] is None for r in holes["regions"])
+
+    cli_json("edges", "synthetic-mlp", "--db", str(db), "--json", env=env)
+    region = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)["regions"][0]
+    first, last = region["bytes"]["first_fail_byte"], region["bytes"]["last_fail_byte"]
+    assert first is not None and last is not None and not region["bytes"]["complete"]
+
+    walk = walk_landscape(store, "synthetic-mlp", start=first, end=last)
+    assert walk["complete"] and {i["status"] for i in walk["intervals"]} == {"oom"}
+    final = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)
+    assert final["regions"][0]["bytes"] == {
+        "first_fail_byte": first,
+        "last_fail_byte": last,
+        "width": last - first + 1,
+        "complete": True,
+        "failing_bytes_known": last - first + 1,
+        "ok_bytes_inside": 0,
+    }
+    assert {"first_fail_byte": first, "last_fail_byte": last, "width": last - first + 1} in [
+        {k: h[k] for k in ("first_fail_byte", "last_fail_byte", "width")}
+        for h in final["interval_holes"]
+    ]

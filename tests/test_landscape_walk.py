@@ -1,0 +1,195 @@
+"""`dtr-landscape landscape`: exact walks over same-execution intervals, in real processes
+with real DuckDB stores, on the shipped synthetic trace (it completes from ~0.4 of its peak)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from engine.landscape import policy_certified, walk_landscape
+from engine.policies import DTR, POLICIES
+from engine.simulate import run_point
+from engine.store import Store
+from tests.helpers import cli, cli_json
+
+SYNTHETIC = "synthetic-mlp"
+# A stretch of synthetic-mlp around its first success: a few dozen intervals, ok and oom.
+FROM, TO = "0.395", "0.402"
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+
+
+def _walk(db: Path, env: dict[str, str], *extra: str) -> dict:
+    args = ("landscape", SYNTHETIC, "--from", FROM, "--to", TO, "--db", str(db), "--json")
+    return cli_json(*args, *extra, env=env)
+
+
+def _contiguous(intervals: list[dict]) -> None:
+    for below, above in zip(intervals, intervals[1:], strict=False):
+        assert above["lo"] == below["hi"] + 1
+
+
+def test_walk_classifies_every_byte_and_stores_it(tmp_path: Path, env: dict[str, str]) -> None:
+    db = tmp_path / "landscape.duckdb"
+    walk = _walk(db, env)
+    intervals = walk["intervals"]
+    peak = run_point(SYNTHETIC, ratio=0.5)["peak"]
+    assert walk["from_budget"] == int(float(FROM) * peak)
+    assert walk["to_budget"] == int(float(TO) * peak)
+    assert len(intervals) > 10
+    assert {i["status"] for i in intervals} == {"ok", "oom"}  # the walk crosses first success
+    _contiguous(intervals)
+    assert intervals[0]["lo"] <= walk["from_budget"] <= intervals[0]["hi"]
+    assert intervals[-1]["lo"] <= walk["to_budget"] <= intervals[-1]["hi"]
+    assert walk["coverage"] == 1.0 and walk["bytes_certified"] == walk["bytes_asked"]
+    assert walk["complete"] and walk["stopped_at"] is None and walk["certified"]
+    assert walk["runs_executed"] == len(intervals) and walk["runs_reused"] == 0
+
+    store = Store.open(db)
+    runs = store.query("SELECT * FROM runs WHERE walk_id = ?", [walk["walk_id"]])
+    assert sorted(runs["run_id"]) == sorted(i["run_id"] for i in intervals)
+    assert set(runs["stage"]) == {"walk"} and set(runs["source"]) == {"engine"}
+    assert set(runs["cap"]) == {60.0}
+    row = store.query("SELECT * FROM walks WHERE walk_id = ?", [walk["walk_id"]]).iloc[0]
+    assert row["kind"] == "landscape" and bool(row["complete"])
+    assert row["reached"] == walk["to_budget"] and row["runs"] == len(intervals)
+
+    # Any budget inside an interval replays that interval's execution (seeded sample).
+    rng = random.Random(20240607)
+    for interval in rng.sample(intervals, 12):
+        budget = rng.randint(interval["lo"], interval["hi"])
+        again = run_point(SYNTHETIC, budget=budget)
+        assert again["status"] == interval["status"]
+        assert again["overhead"] == interval["overhead"]
+        assert again["same_execution"] == {"lo": interval["lo"], "hi": interval["hi"]}
+
+    # A second walk over the same range runs nothing: every budget is covered by a stored run.
+    second = _walk(db, env)
+    assert second["runs_executed"] == 0 and second["runs_reused"] == len(intervals)
+    assert [(i["lo"], i["hi"], i["run_id"]) for i in second["intervals"]] == [
+        (i["lo"], i["hi"], i["run_id"]) for i in intervals
+    ]
+    assert second["complete"] and second["coverage"] == 1.0
+
+
+def test_max_runs_stops_and_says_where(tmp_path: Path, env: dict[str, str]) -> None:
+    db = tmp_path / "landscape.duckdb"
+    partial = _walk(db, env, "--max-runs", "4")
+    intervals = partial["intervals"]
+    assert partial["runs_executed"] == 4 and len(intervals) == 4
+    _contiguous(intervals)
+    assert not partial["complete"]
+    assert partial["stopped_at"] == intervals[-1]["hi"] + 1
+    assert partial["bytes_certified"] == intervals[-1]["hi"] - partial["from_budget"] + 1
+    assert 0 < partial["coverage"] < 1
+    row = Store.open(db).query("SELECT * FROM walks WHERE walk_id = ?", [partial["walk_id"]])
+    assert not bool(row.iloc[0]["complete"])
+    assert row.iloc[0]["reached"] == partial["stopped_at"] - 1 and row.iloc[0]["runs"] == 4
+
+    # Walking on reuses the four runs and finishes the range.
+    rest = _walk(db, env)
+    assert rest["runs_reused"] == 4 and rest["complete"]
+    assert rest["intervals"][:4] == [{**i, "reused": True} for i in intervals]
+    _contiguous(rest["intervals"])
+
+
+def test_walk_in_bytes_reuses_runs_of_other_sources(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "landscape.duckdb")
+    record = run_point(SYNTHETIC, ratio=0.4)
+    same = record["same_execution"]
+    store.add_runs([record], source="sweep", cap=60)
+    walk = walk_landscape(store, SYNTHETIC, start=same["lo"] + 1, end=same["hi"] + 10)
+    assert walk["runs_reused"] == 1 and walk["intervals"][0]["lo"] == same["lo"]
+    assert walk["runs_executed"] == len(walk["intervals"]) - 1 >= 1
+    assert walk["coverage"] == 1.0
+    # another cap is another experiment: nothing to reuse
+    other = walk_landscape(store, SYNTHETIC, start=same["lo"], end=same["hi"], cap=30)
+    assert other["runs_reused"] == 0
+
+
+def test_two_phase_intervals_are_certified(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "landscape.duckdb")
+    peak = run_point(SYNTHETIC, ratio=0.5)["peak"]
+    start = int(0.45 * peak)
+    walk = walk_landscape(store, SYNTHETIC, start=start, end=start + 20_000, policy="TwoPhase")
+    assert walk["certified"] and walk["policy"] == "TwoPhase@k=8" and walk["coverage"] == 1.0
+    rng = random.Random(11)
+    for interval in rng.sample(walk["intervals"], min(6, len(walk["intervals"]))):
+        budget = rng.randint(interval["lo"], interval["hi"])
+        again = run_point(SYNTHETIC, budget=budget, policy="TwoPhase")
+        assert again["same_execution"] == {"lo": interval["lo"], "hi": interval["hi"]}
+        assert again["status"] == interval["status"]
+
+
+class BudgetReadingDTR(DTR):
+    """A policy that says it reads the budget without recording those comparisons."""
+
+    name = "BudgetReadingDTR"
+    reads_budget = True
+
+
+def test_every_policy_certifies_and_an_unrecorded_budget_read_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert all(policy_certified(cls) for cls in POLICIES.values())
+    assert not policy_certified(BudgetReadingDTR)
+    monkeypatch.setitem(POLICIES, BudgetReadingDTR.name, BudgetReadingDTR)
+    store = Store.open(tmp_path / "landscape.duckdb")
+    peak = run_point(SYNTHETIC, ratio=0.5)["peak"]
+    start = int(0.45 * peak)
+    walk = walk_landscape(
+        store, SYNTHETIC, start=start, end=start + 5_000, policy=BudgetReadingDTR.name
+    )
+    assert not walk["certified"] and not walk["complete"]
+    assert walk["bytes_certified"] == 0 and walk["stopped_at"] == start
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--from", "0.5", "--to", "0.4"], "--from must be below --to"),
+        (["--from", "0.4", "--to", "0.4"], "--from must be below --to"),
+        (["--from-budget", "200", "--to-budget", "100"], "--from-budget must be below --to-budget"),
+        (["--from", "0", "--to", "0.4"], "expected a positive number"),
+        (["--from", "0.1", "--to", "2.5"], "expected a ratio in (0, 2]"),
+        (["--from", "-0.1", "--to", "0.5"], "expected a positive number"),
+        (["--from", "0.1"], "--from and --to go together"),
+        (["--from", "0.1", "--to-budget", "100"], "give either --from R --to R or"),
+        ([], "give either --from R --to R or"),
+        (["--from", "0.3", "--to", "0.4", "--policy", "Nope"], "unknown policy 'Nope'"),
+        (["--from", "0.3", "--to", "0.4", "--max-runs", "0"], "expected at least 1"),
+    ],
+)
+def test_bad_input_is_one_line(
+    tmp_path: Path, env: dict[str, str], args: list[str], words: str
+) -> None:
+    done = cli("landscape", SYNTHETIC, *args, "--db", str(tmp_path / "db.duckdb"), env=env)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert words in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["landscape", "no-such-trace", "--from", "0.3", "--to", "0.4"], "unknown trace"),
+        (["edges", "no-such-trace"], "unknown trace"),
+        (["edges", SYNTHETIC, "--policy", "Nope"], "unknown policy 'Nope'"),
+        (["edges", SYNTHETIC], "no stored runs of synthetic-mlp"),
+        (["holes", "no-such-trace"], "no stored runs of no-such-trace"),
+        (["holes", SYNTHETIC, "--policy", "Nope"], "unknown policy 'Nope'"),
+        (["holes", SYNTHETIC, "--cap", "-3"], "expected a positive number"),
+    ],
+)
+def test_unknown_names_are_one_line(
+    tmp_path: Path, env: dict[str, str], args: list[str], words: str
+) -> None:
+    done = cli(*args, "--db", str(tmp_path / "db.duckdb"), env=env)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert words in done.stderr
