@@ -1,0 +1,355 @@
+"""Bringing outside data into the store, and tables out of it.
+
+    dtr-landscape import-traces DIR|logs.zip [--db PATH]
+    dtr-landscape import-records FILE [--format evidence|pareto] [--source TAG] [--traces DIR]
+                  [--db PATH]
+    dtr-landscape export [--table runs|intervals|traces|walks] (--csv FILE | --parquet FILE)
+                  [--trace T] [--db PATH]
+
+Imports are all-or-nothing: every input is checked first, then the new rows are published as
+ONE store part (a part is either absent or complete), so a rejected input leaves the store as
+it was. Identities make them idempotent: a trace is its content's SHA-256, an imported run's id
+is derived from its file's content (engine/record_files.py), and what is already in the store
+is skipped. Each command prints a one-line JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.record_files import (
+    EXCLUDED_PREFIX,
+    RecordFileError,
+    TraceInfo,
+    canonical_trace_name,
+    name_from_file,
+    read_evidence,
+)
+from engine.simrd_pareto import read_pareto
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from engine.store import Store
+
+Handler = Callable[[argparse.Namespace], int]
+MANIFEST_NAMES = ("traces.json", "manifest.json")  # ours, and simrd's inside logs.zip
+EXPORT_TABLES = ("runs", "intervals", "traces", "walks")
+
+# intervals: each run's same-execution interval [same_lo, same_hi], in budget order within each
+# (trace, policy, cap) landscape.
+INTERVALS_SQL = (
+    "SELECT trace, trace_sha256, policy, cap, budget, same_lo, same_hi, status, overhead, run_id "
+    "FROM runs WHERE same_lo IS NOT NULL{filter} ORDER BY trace, policy, cap, budget, run_id"
+)
+_EXPORT_SQL = {
+    "runs": "SELECT * FROM runs{where} ORDER BY trace, policy, budget, run_id",
+    "traces": "SELECT * FROM traces{where} ORDER BY name, sha256",
+    "walks": "SELECT * FROM walks{where} ORDER BY trace, policy, from_budget, walk_id",
+}
+_TRACE_FILTER = {
+    "runs": "(trace = ? OR trace_sha256 = ?)",
+    "intervals": "(trace = ? OR trace_sha256 = ?)",
+    "traces": "(name = ? OR sha256 = ?)",
+    "walks": "(trace = ? OR trace_sha256 = ?)",
+}
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    traces = sub.add_parser("import-traces", help="register DTR logs (a folder or logs.zip)")
+    traces.add_argument("source", metavar="DIR|logs.zip", help="folder of *.log, or logs.zip")
+    traces.add_argument("--db", metavar="PATH", help="the DuckDB store")
+
+    records = sub.add_parser(
+        "import-records", help="import runs: the paper's evidence CSV or simrd's pareto JSON"
+    )
+    records.add_argument("file", metavar="FILE")
+    records.add_argument("--format", choices=("evidence", "pareto"), help="default: by suffix")
+    records.add_argument("--source", metavar="TAG", help="source column (default import:...)")
+    records.add_argument("--traces", metavar="DIR", help="folder of the DTR logs (traces.json)")
+    records.add_argument("--db", metavar="PATH", help="the DuckDB store")
+
+    export = sub.add_parser("export", help="write a table to CSV or Parquet")
+    export.add_argument("--table", choices=EXPORT_TABLES, default="runs")
+    target = export.add_mutually_exclusive_group(required=True)
+    target.add_argument("--csv", metavar="FILE")
+    target.add_argument("--parquet", metavar="FILE")
+    export.add_argument("--trace", metavar="T", help="only this trace (name or SHA-256)")
+    export.add_argument("--db", metavar="PATH", help="the DuckDB store")
+    return {
+        "import-traces": _cmd_import_traces,
+        "import-records": _cmd_import_records,
+        "export": _cmd_export,
+    }
+
+
+# -- import-traces ------------------------------------------------------------------------------
+@dataclass
+class _Log:
+    display: str  # how messages name it: a path, or "logs.zip:logs/x.log"
+    file_name: str
+    sha256: str
+    path: Path  # where it is read from: the file itself, or a zip member's temporary copy
+    staged: bool = False  # a temporary copy, moved to its content address once all are valid
+
+
+def import_traces(store: Store, source: str | os.PathLike[str]) -> dict[str, Any]:
+    """Register every log of a folder or a logs.zip that the traces table lacks."""
+    import pandas as pd
+
+    from engine.catalog import TraceRef
+    from engine.simulate import baseline, load
+    from engine.trace import TraceError
+
+    origin = Path(source)
+    registered = set(store.query("SELECT sha256 FROM traces")["sha256"])
+    content_dir = _content_dir(store)
+    logs: list[_Log] = []
+    try:
+        if origin.is_dir():
+            names = _folder_logs(origin, logs)
+        elif zipfile.is_zipfile(origin):
+            names = _zip_logs(origin, content_dir, registered, logs)
+        else:
+            what = "neither a folder of DTR logs nor a zip" if origin.exists() else "no such file"
+            raise ValueError(f"{origin}: {what}")
+        if not logs:
+            raise ValueError(f"{origin}: no *.log files (expected DTR logs, as in logs.zip)")
+        new: list[tuple[_Log, dict[str, Any]]] = []
+        skipped, seen = [], set(registered)
+        for log in logs:
+            if log.sha256 in seen:
+                skipped.append({"file": log.file_name, "sha256": log.sha256})
+                continue
+            seen.add(log.sha256)
+            name, expected = names.get(log.file_name, (name_from_file(log.file_name), None))
+            if expected is not None and expected != log.sha256:
+                raise ValueError(f"{log.display}: SHA-256 {log.sha256} is not its manifest's")
+            try:
+                _, program = load(TraceRef(name, log.path, "path"))
+                base = baseline(program)
+            except TraceError as exc:  # name the log as the user knows it, not a temporary copy
+                raise TraceError(log.display, exc.line, exc.problem) from None
+            row = {
+                "sha256": log.sha256,
+                "name": name,
+                "peak": base.peak,
+                "model_compute": base.model_compute,
+                "operators": program.n_ops,
+                "source": str(origin.resolve()),
+                "path": str(log.path.resolve()),
+            }
+            new.append((log, row))
+        # Every log is valid: give the zip's their content address, then publish one part.
+        for log, row in new:
+            if log.staged:
+                final = content_dir / f"{log.sha256}.log"
+                os.replace(log.path, final)
+                row["path"] = str(final)
+        if new:
+            now = pd.Timestamp.now()
+            store.add_rows("traces", [{**row, "registered_at": now} for _, row in new])
+    finally:
+        for log in logs:
+            if log.staged:
+                log.path.unlink(missing_ok=True)
+    return {
+        "source": str(origin),
+        "registered": [{k: row[k] for k in ("name", "sha256", "path")} for _, row in new],
+        "skipped": skipped,
+    }
+
+
+def _content_dir(store: Store) -> Path:
+    """Where extracted logs live, named by their SHA-256: beside the store (data/traces/)."""
+    return store.path.resolve().parent / "traces"
+
+
+def _folder_logs(origin: Path, logs: list[_Log]) -> dict[str, tuple[str, str | None]]:
+    from engine.trace import sha256_of
+
+    # an unpacked artifact keeps its logs in logs/
+    folder = origin / "logs" if not any(origin.glob("*.log")) else origin
+    names: dict[str, tuple[str, str | None]] = {}
+    for manifest in MANIFEST_NAMES[::-1]:  # ours wins over simrd's
+        if (folder / manifest).is_file():
+            text = (folder / manifest).read_text(encoding="utf-8")
+            names.update(_manifest_names(text, str(folder / manifest)))
+    for path in sorted(folder.glob("*.log")):
+        logs.append(_Log(str(path), path.name, sha256_of(path), path))
+    return names
+
+
+def _zip_logs(
+    origin: Path, content_dir: Path, registered: set[str], logs: list[_Log]
+) -> dict[str, tuple[str, str | None]]:
+    names: dict[str, tuple[str, str | None]] = {}
+    beside = origin.parent / "traces.json"
+    content_dir.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(origin) as archive:
+        members = sorted(archive.namelist())
+        for manifest in MANIFEST_NAMES[::-1]:
+            for member in members:
+                if member.rsplit("/", 1)[-1] == manifest:
+                    text = archive.read(member).decode("utf-8")
+                    names.update(_manifest_names(text, f"{origin}:{member}"))
+        if beside.is_file():
+            names = {**_manifest_names(beside.read_text(encoding="utf-8"), str(beside)), **names}
+        for member in members:
+            if not member.endswith(".log") or member.endswith("/"):
+                continue
+            data = archive.read(member)
+            sha = hashlib.sha256(data).hexdigest()
+            display, file_name = f"{origin}:{member}", member.rsplit("/", 1)[-1]
+            if sha in registered:
+                logs.append(_Log(display, file_name, sha, content_dir / f"{sha}.log"))
+                continue
+            # written under a temporary name: a log is never at its content address unchecked
+            tmp = content_dir / f".{sha}.{uuid.uuid4().hex[:8]}.tmp"
+            logs.append(_Log(display, file_name, sha, tmp, staged=True))
+            tmp.write_bytes(data)
+    return names
+
+
+def _manifest_names(text: str, where: str) -> dict[str, tuple[str, str | None]]:
+    """file name -> (trace name, expected SHA-256) from our traces.json or simrd's manifest."""
+    try:
+        doc = json.loads(text)
+        if "traces" in doc:
+            return {e["file"]: (e["name"], e.get("sha256")) for e in doc["traces"]}
+        return {
+            Path(m["log"]).name: (canonical_trace_name(m["name"]) or name_from_file(m["log"]), None)
+            for m in doc["models"]
+        }
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{where}: not a traces manifest (expected traces[].file and .name, or "
+            f"models[].log and .name): {type(exc).__name__} {exc}"
+        ) from None
+
+
+def _cmd_import_traces(args: argparse.Namespace) -> int:
+    from engine.store import Store
+
+    print(json.dumps(import_traces(Store.open(args.db), args.source)))
+    return 0
+
+
+# -- import-records -----------------------------------------------------------------------------
+def known_traces(store: Store, traces: str | None = None) -> dict[str, TraceInfo]:
+    """Trace names we can give a SHA-256: the traces manifest, then the store's traces table
+    (which also knows peak and model compute), preferring a registration matching the manifest."""
+    from engine.catalog import traces_dir
+
+    known: dict[str, TraceInfo] = {}
+    folder = traces_dir(traces)
+    if folder is not None and (folder / "traces.json").is_file():
+        text = (folder / "traces.json").read_text(encoding="utf-8")
+        for name, sha in _manifest_names(text, str(folder / "traces.json")).values():
+            known[name] = TraceInfo(name, sha)
+    table = store.query("SELECT name, sha256, peak, model_compute FROM traces ORDER BY sha256")
+    for row in table.itertuples(index=False):
+        name = str(row.name)
+        if name not in known or known[name].sha256 in (None, row.sha256):
+            known[name] = TraceInfo(name, str(row.sha256), int(row.peak), int(row.model_compute))
+    return known
+
+
+def import_records(
+    store: Store,
+    file: str | os.PathLike[str],
+    fmt: str | None = None,
+    source: str | None = None,
+    traces: str | None = None,
+) -> dict[str, Any]:
+    """Import a record file's runs; rows whose run id the store has are skipped."""
+    path = Path(file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordFileError(f"{path}: cannot read ({exc.strerror})") from None
+    if fmt is None:
+        suffix = path.suffix.lower()
+        looks_json = data.lstrip()[:1] in (b"{", b"[")
+        fmt = "pareto" if suffix == ".json" or (suffix != ".csv" and looks_json) else "evidence"
+    tag = source or f"import:{fmt}:{path.name}"
+    reader = read_pareto if fmt == "pareto" else read_evidence
+    rows = reader(str(path), data, known_traces(store, traces), tag)
+    ids = [row["run_id"] for row in rows]
+    have = set(
+        store.query("SELECT run_id FROM runs WHERE list_contains(?::VARCHAR[], run_id)", [ids])[
+            "run_id"
+        ]
+    )
+    new = [row for row in rows if row["run_id"] not in have]
+    store.add_rows("runs", new)  # one part: all of the file's new runs or none
+    statuses: dict[str, int] = {}
+    for row in rows:
+        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+    return {
+        "file": str(path),
+        "format": fmt,
+        "source": tag,
+        "rows": len(rows),
+        "imported": len(new),
+        "already_imported": len(rows) - len(new),
+        "excluded": sum(1 for r in rows if (r["stage"] or "").startswith(EXCLUDED_PREFIX)),
+        "statuses": statuses,
+    }
+
+
+def _cmd_import_records(args: argparse.Namespace) -> int:
+    from engine.store import Store
+
+    summary = import_records(Store.open(args.db), args.file, args.format, args.source, args.traces)
+    print(json.dumps(summary))
+    return 0
+
+
+# -- export -------------------------------------------------------------------------------------
+def _export_sql(table: str, trace: str | None) -> tuple[str, list[str]]:
+    if table not in EXPORT_TABLES:
+        raise ValueError(f"unknown table {table!r} (expected one of {', '.join(EXPORT_TABLES)})")
+    params = [trace, trace] if trace is not None else []
+    if table == "intervals":
+        clause = f" AND {_TRACE_FILTER[table]}" if trace is not None else ""
+        return INTERVALS_SQL.format(filter=clause), params
+    clause = f" WHERE {_TRACE_FILTER[table]}" if trace is not None else ""
+    return _EXPORT_SQL[table].format(where=clause), params
+
+
+def intervals(store: Store, trace: str | None = None) -> pd.DataFrame:
+    """Every run's same-execution interval, in budget order within each landscape."""
+    return store.query(*_export_sql("intervals", trace))
+
+
+def export_table(
+    store: Store, target: str | os.PathLike[str], table: str = "runs", trace: str | None = None
+) -> int:
+    """Write a table (optionally one trace's rows) to CSV or Parquet, by the target's suffix,
+    atomically; returns the row count."""
+    path = Path(target)
+    if not path.parent.is_dir():
+        raise ValueError(f"{path}: folder {path.parent} does not exist")
+    return store.export_query(path, *_export_sql(table, trace))
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from engine.store import Store
+
+    option, target = ("--csv", args.csv) if args.csv else ("--parquet", args.parquet)
+    suffix = option.removeprefix("--")
+    if Path(target).suffix.lower() != f".{suffix}":
+        raise ValueError(f"{option} {target}: the file name must end in .{suffix}")
+    rows = export_table(Store.open(args.db), target, args.table, args.trace)
+    print(json.dumps({"table": args.table, "format": suffix, "path": target, "rows": rows}))
+    return 0

@@ -1,0 +1,385 @@
+"""Imports (DTR logs, the paper's evidence table, simrd's pareto JSON) and exports, end to end:
+the real CLI in subprocesses, real DuckDB stores on disk."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from engine.simulate import run_point
+from engine.store import RUN_COLUMNS, Store
+from tests.helpers import REPO, cli, cli_json
+
+FIXTURES = REPO / "tests" / "fixtures"
+EVIDENCE = FIXTURES / "evidence" / "resnet-inception.csv"
+PARETO = FIXTURES / "pareto" / "2020-10-02-ResNet-32 (56)-DTR.json"
+SYNTHETIC = REPO / "traces" / "synthetic-mlp.log"
+RESNET_SHA = "38c94cada99aca654ad9589d99eabc2267a51835593b598085f9f8221a7bacaf"
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    """A private cache, and a traces folder whose manifest knows resnet32 only."""
+    traces = tmp_path / "dtr-traces"
+    traces.mkdir()
+    manifest = {"traces": [{"name": "resnet32", "file": "resnet32.log", "sha256": RESNET_SHA}]}
+    (traces / "traces.json").write_text(json.dumps(manifest))
+    return {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": str(traces)}
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "landscape.duckdb"
+
+
+def _state(store: Store) -> tuple[dict[str, int], list[tuple[str, bytes]], bytes | None]:
+    """Everything a failed import must not change: counts, every part's bytes, the snapshot."""
+    parts = sorted((p.name, p.read_bytes()) for p in store.parts_dir.iterdir())
+    snapshot = store.path.read_bytes() if store.path.exists() else None
+    return store.stats(), parts, snapshot
+
+
+def _evidence_rows() -> list[list[str]]:
+    return list(csv.reader(io.StringIO(EVIDENCE.read_text())))
+
+
+def _write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with open(path, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    return path
+
+
+# -- the evidence table -------------------------------------------------------------------------
+def test_evidence_table_imports_with_its_source_tag(db: Path, env: dict[str, str]) -> None:
+    summary = cli_json("import-records", str(EVIDENCE), "--db", str(db), env=env)
+    assert summary["format"] == "evidence"
+    assert summary["source"] == "import:evidence:resnet-inception.csv"
+    assert (summary["rows"], summary["imported"], summary["excluded"]) == (13, 13, 1)
+    assert summary["statuses"] == {"ok": 5, "oom": 5, "timeout": 2, "recursion": 1}
+
+    store = Store.open(db)
+    runs = store.runs()
+    assert len(runs) == 13
+    assert set(runs["source"]) == {"import:evidence:resnet-inception.csv"}
+    tag = hashlib.sha256(EVIDENCE.read_bytes()).hexdigest()[:8]
+    assert all(rid.startswith(f"evidence:{tag}:") for rid in runs["run_id"])
+    # paper spellings (resnet, ResNet-32, inception, InceptionV4) map onto our names
+    assert set(runs["trace"]) == {"resnet32", "inceptionv4"}
+    resnet = store.runs(trace="resnet32")
+    assert list(resnet["ratio"]) == [0.101, 0.102, 0.104, 0.106, 0.107]
+    assert list(resnet["status"]) == ["ok", "oom", "oom", "oom", "ok"]  # "OOM", "fail (OOM)"
+    assert set(resnet["trace_sha256"]) == {RESNET_SHA}  # from the traces manifest
+    assert store.runs(trace="inceptionv4")["trace_sha256"].isna().all()  # unknown: null
+
+    record = store.run(f"evidence:{tag}:E-002343a")
+    assert record is not None
+    assert record["budget"] == 2_634_785_825 and record["overhead"] == pytest.approx(1.4709, 1e-4)
+    assert (record["peak_pinned"], record["depth_at_peak_pinned"]) == (986_579_316, 1)
+    assert record["max_nesting_depth"] == 30 and record["cap"] == 60.0 and record["stage"] == "E"
+    oom = store.run(f"evidence:{tag}:E-002350a")
+    assert oom is not None and oom["status"] == "oom" and oom["overhead"] is None
+    recursion = store.run(f"evidence:{tag}:E-002350s")
+    assert recursion is not None and recursion["status"] == "recursion"
+    excluded = store.run(f"evidence:{tag}:E-002425b")
+    assert excluded is not None
+    assert excluded["stage"] == "excluded:E" and excluded["status"] == "timeout"
+    kept = store.query("SELECT count(*) AS n FROM runs WHERE stage NOT LIKE 'excluded:%'")
+    assert kept["n"][0] == 12
+
+    # the same file again adds nothing: same run ids, no new part
+    before = _state(store)
+    again = cli_json("import-records", str(EVIDENCE), "--db", str(db), env=env)
+    assert (again["imported"], again["already_imported"]) == (0, 13)
+    assert _state(store) == before
+
+
+def test_source_tag_option(db: Path, env: dict[str, str]) -> None:
+    summary = cli_json(
+        "import-records", str(EVIDENCE), "--source", "paper-v1", "--db", str(db), env=env
+    )
+    assert summary["source"] == "paper-v1"
+    assert set(Store.open(db).runs()["source"]) == {"paper-v1"}
+
+
+def _bad_ratio_and_status(rows: list[list[str]]) -> list[list[str]]:
+    header = rows[0]
+    rows[2][header.index("budget_ratio")] = "abc"  # line 3
+    rows[4][header.index("budget_ratio")] = "2.5"  # line 5
+    rows[6][header.index("status")] = "maybe"  # line 7
+    rows[9][header.index("budget_bytes")] = "12.5"  # line 10
+    return rows
+
+
+def _missing_columns(rows: list[list[str]]) -> list[list[str]]:
+    drop = [rows[0].index("budget_ratio"), rows[0].index("status")]
+    return [[cell for i, cell in enumerate(row) if i not in drop] for row in rows]
+
+
+def _repeated_id_and_trace(rows: list[list[str]]) -> list[list[str]]:
+    rows[3][0] = rows[1][0]  # line 4 repeats line 2's run id
+    rows[8][rows[0].index("trace")] = "vgg16"  # line 9
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("spoil", "words"),
+    [
+        (
+            _bad_ratio_and_status,
+            [
+                "rows 3, 5: budget_ratio must be a number in (0, 2]; row 7: unknown status 'maybe'",
+                "row 10: budget_bytes must be a whole number of bytes",
+            ],
+        ),
+        (_missing_columns, ["line 1: missing columns budget_ratio, status"]),
+        (
+            _repeated_id_and_trace,
+            ["row 4: run_id 'A-000101' repeats row 2", "row 9: unknown trace 'vgg16'"],
+        ),
+    ],
+)
+def test_malformed_evidence_leaves_the_store_unchanged(
+    tmp_path: Path, db: Path, env: dict[str, str], spoil: Any, words: list[str]
+) -> None:
+    # a store with a snapshot and a part, so both must survive untouched
+    cli_json("import-records", str(PARETO), "--db", str(db), env=env)
+    Store.open(db).compact()
+    cli_json("import-records", str(EVIDENCE), "--source", "first", "--db", str(db), env=env)
+    store = Store.open(db)
+    before = _state(store)
+    bad = _write_csv(tmp_path / "evidence.csv", spoil(_evidence_rows()))
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"dtr-landscape: error: {bad}: ")
+    assert all(w in done.stderr for w in words), done.stderr
+    assert _state(store) == before
+
+
+def test_many_problems_stay_on_one_line(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    rows = _evidence_rows()
+    for i, row in enumerate(rows[1:], start=1):
+        row[rows[0].index("status")] = f"odd{i}"
+    bad = _write_csv(tmp_path / "odd.csv", rows)
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "row 2: unknown status 'odd1'" in done.stderr and "and 3 more problems" in done.stderr
+    assert Store.open(db).stats()["runs"] == 0
+
+
+# -- simrd's pareto output ----------------------------------------------------------------------
+def test_pareto_json_imports_one_run_per_trial(db: Path, env: dict[str, str]) -> None:
+    summary = cli_json("import-records", str(PARETO), "--db", str(db), env=env)
+    assert summary["format"] == "pareto" and summary["source"] == f"import:pareto:{PARETO.name}"
+    assert summary["statuses"] == {"oom": 1, "thrashed": 2, "ok": 2}
+    runs = Store.open(db).runs()
+    config = json.loads(PARETO.read_text())["config"]
+    compute = config["baseline_compute"]
+    assert list(runs["ratio"]) == [0.1, 0.3, 0.3, 0.5, 1.0]
+    assert list(runs["status"]) == ["oom", "thrashed", "thrashed", "ok", "ok"]
+    assert list(runs["repeat"]) == [0, 0, 1, 0, 0]
+    assert set(runs["trace"]) == {"resnet32"} and set(runs["trace_sha256"]) == {RESNET_SHA}
+    assert set(runs["policy"]) == {"DTR"} and set(runs["cap"]) == {2.0}
+    assert set(runs["peak"]) == {config["baseline_memory"]} and set(runs["model_compute"]) == {
+        compute
+    }
+    assert set(runs["stage"]) == {"RuntimeV2EagerOptimized"}
+    ok = runs[runs["status"] == "ok"]
+    # simrd's clock starts at 1: the clock is recovered exactly and the overhead is ours
+    assert list(ok["clock"]) == [1 + compute + 80_123_456, 1 + compute]
+    assert list(ok["remat_compute"]) == [80_123_456, 0]
+    assert list(ok["overhead"]) == [(compute + 80_123_456) / compute, 1.0]
+    assert runs[runs["status"] != "ok"]["overhead"].isna().all()
+
+
+def test_malformed_pareto_is_rejected(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    doc = json.loads(PARETO.read_text())
+    doc["results"][1]["OOM"] = [False, "no"]
+    doc["results"][2]["overhead"] = []
+    del doc["config"]["baseline_compute"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "config.baseline_compute: must be a positive whole number" in done.stderr
+    doc["config"]["baseline_compute"] = 1000
+    bad.write_text(json.dumps(doc))
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert "results[1].OOM: must be a list of true/false" in done.stderr
+    assert "results[2]: OOM, remat_exceeded, overhead, total_time need one entry" in done.stderr
+    bad.write_text("{")
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert done.returncode == 2 and "line 1: invalid JSON" in done.stderr
+    assert Store.open(db).stats()["runs"] == 0
+
+
+# -- DTR logs -----------------------------------------------------------------------------------
+def test_import_traces_from_a_folder_by_hash(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SYNTHETIC, logs / SYNTHETIC.name)
+    sha = hashlib.sha256(SYNTHETIC.read_bytes()).hexdigest()
+    summary = cli_json("import-traces", str(logs), "--db", str(db), env=env)
+    assert [t["sha256"] for t in summary["registered"]] == [sha] and summary["skipped"] == []
+    traces = Store.open(db).query("SELECT * FROM traces")
+    row = traces.iloc[0]
+    assert (row["name"], row["sha256"]) == ("synthetic", sha)  # the stem up to the first '-'
+    assert (row["peak"], row["operators"], row["model_compute"]) == (39_796_892, 274, 658_964_740)
+    assert row["source"] == str(logs.resolve()) and row["path"] == str(logs / SYNTHETIC.name)
+
+    store = Store.open(db)
+    before = _state(store)
+    again = cli_json("import-traces", str(logs), "--db", str(db), env=env)
+    assert again["registered"] == [] and [t["sha256"] for t in again["skipped"]] == [sha]
+    assert _state(store) == before
+
+
+def test_import_traces_from_a_zip(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    archive = tmp_path / "logs.zip"
+    manifest = {"traces": [{"name": "mlp", "file": "synthetic-mlp.log"}]}
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(SYNTHETIC, "logs/synthetic-mlp.log")
+        zf.writestr("logs/traces.json", json.dumps(manifest))
+    sha = hashlib.sha256(SYNTHETIC.read_bytes()).hexdigest()
+    summary = cli_json("import-traces", str(archive), "--db", str(db), env=env)
+    content = db.parent / "traces" / f"{sha}.log"
+    assert summary["registered"] == [{"name": "mlp", "sha256": sha, "path": str(content)}]
+    assert content.read_bytes() == SYNTHETIC.read_bytes()
+    assert sorted(p.name for p in content.parent.iterdir()) == [content.name]  # no temporaries
+    row = Store.open(db).query("SELECT * FROM traces").iloc[0]
+    assert row["source"] == str(archive.resolve()) and row["path"] == str(content)
+    again = cli_json("import-traces", str(archive), "--db", str(db), env=env)
+    assert again["registered"] == [] and len(again["skipped"]) == 1
+
+
+@pytest.mark.needs_simrd
+def test_import_the_dtr_artifact_zip(simrd_dir: Path, db: Path) -> None:
+    """simrd/logs.zip as released: logs/*.log with simrd's own manifest.json."""
+    archive = simrd_dir / "logs.zip"
+    summary = cli_json(
+        "import-traces", str(archive), "--db", str(db), env={"DTR_LANDSCAPE_TRACES": ""}
+    )
+    names = {t["name"]: t["sha256"] for t in summary["registered"]}
+    assert sorted(names) == [
+        "densenet121",
+        "inceptionv4",
+        "lstm",
+        "resnet32",
+        "transformer",
+        "treelstm",
+        "unet",
+        "unrolled_gan",
+    ]
+    assert names["resnet32"] == RESNET_SHA
+    peaks = Store.open(db).query("SELECT name, peak FROM traces WHERE name = 'inceptionv4'")
+    assert peaks["peak"][0] == 11_245_351_368  # 0.2343 of it is the paper's 2,634,785,825
+
+
+def _broken_log(path: Path) -> Path:
+    lines = SYNTHETIC.read_text().splitlines()
+    lines[4] = '{"INSTRUCTION": "RELEASE", "NAME": '  # line 5: cut short
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_malformed_log_registers_nothing(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SYNTHETIC, logs / SYNTHETIC.name)
+    broken = _broken_log(logs / "zz-broken.log")
+    done = cli("import-traces", str(logs), "--db", str(db), env=env)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"{broken}:5: invalid JSON" in done.stderr
+    assert Store.open(db).stats()["traces"] == 0 and Store.open(db).stats()["parts"] == 0
+
+    archive = tmp_path / "logs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(SYNTHETIC, "logs/synthetic-mlp.log")
+        zf.write(broken, "logs/zz-broken.log")
+    done = cli("import-traces", str(archive), "--db", str(db), env=env)
+    assert done.returncode == 2
+    assert f"{archive}:logs/zz-broken.log:5: invalid JSON" in done.stderr
+    assert Store.open(db).stats()["traces"] == 0
+    assert list((db.parent / "traces").iterdir()) == []  # nothing extracted either
+
+
+def test_import_traces_bad_source(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    for source, words in [
+        (tmp_path / "nowhere", "no such file"),
+        (tmp_path, "no *.log files"),
+        (SYNTHETIC, "neither a folder of DTR logs nor a zip"),
+    ]:
+        done = cli("import-traces", str(source), "--db", str(db), env=env)
+        assert done.returncode == 2 and words in done.stderr, done.stderr
+
+
+# -- export -------------------------------------------------------------------------------------
+def test_export_round_trips(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    cli_json("import-records", str(EVIDENCE), "--db", str(db), env=env)
+    cli_json("import-records", str(PARETO), "--db", str(db), env=env)
+    store = Store.open(db)
+    # engine runs carry same-execution intervals
+    records = [run_point("synthetic-mlp", ratio=r) for r in (0.5, 0.3, 0.05)]
+    store.add_runs(records, source="engine", cap=60)
+    total = store.stats()["runs"]
+    assert total == 13 + 5 + 3
+    names = [name for name, _ in RUN_COLUMNS]
+
+    out = cli_json("export", "--csv", str(tmp_path / "runs.csv"), "--db", str(db), env=env)
+    assert out == {"table": "runs", "format": "csv", "path": str(tmp_path / "runs.csv"), "rows": 21}
+    frame = pd.read_csv(tmp_path / "runs.csv")
+    assert len(frame) == total and list(frame.columns) == names
+    assert set(frame["run_id"]) == set(store.runs()["run_id"])
+
+    cli_json("export", "--parquet", str(tmp_path / "runs.parquet"), "--db", str(db), env=env)
+    table = pq.read_table(tmp_path / "runs.parquet")
+    assert table.num_rows == total and table.column_names == names
+    assert str(table.schema.field("budget").type) == "int64"
+
+    resnet = tmp_path / "resnet.parquet"
+    out = cli_json("export", "--parquet", str(resnet), "--trace", "resnet32", "--db", str(db))
+    assert out["rows"] == 5 + 5 and set(pq.read_table(resnet).column("trace").to_pylist()) == {
+        "resnet32"
+    }
+
+    intervals = tmp_path / "intervals.csv"
+    args = ["export", "--table", "intervals", "--csv", str(intervals), "--db", str(db)]
+    out = cli_json(*args, env=env)
+    frame = pd.read_csv(intervals)
+    assert out["rows"] == 3 and list(frame["budget"]) == sorted(r["budget"] for r in records)
+    assert list(frame.columns) == [
+        "trace",
+        "trace_sha256",
+        "policy",
+        "cap",
+        "budget",
+        "same_lo",
+        "same_hi",
+        "status",
+        "overhead",
+        "run_id",
+    ]
+    assert (frame["same_lo"] <= frame["budget"]).all()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_export_bad_input(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    for args, words in [
+        (["--csv", str(tmp_path / "x.parquet")], "--csv"),
+        (["--parquet", str(tmp_path / "missing" / "x.parquet")], "does not exist"),
+        (["--table", "nope", "--csv", str(tmp_path / "x.csv")], "invalid choice: 'nope'"),
+        ([], "one of the arguments --csv --parquet is required"),
+    ]:
+        done = cli("export", *args, "--db", str(db), env=env)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+        assert words in done.stderr, done.stderr
