@@ -130,4 +130,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"median speed-up over unmodified simrd, measured in this run: {median:.1f}x")
     else:
         print("no simrd timing in this run (use --simrd with SIMRD_DIR); golden times are recorded")
+    if args.store:
+        from engine.catalog import TraceNotFound
+        from engine.landscape import bench_exact_walk
+        from engine.sweep import bench_sweep_throughput
+
+        print()
+        for line in bench_sweep_throughput(args.traces):
+            print(line)
+        try:
+            for line in bench_exact_walk(args.traces):
+                print(line)
+        except TraceNotFound:
+            print("exact walk over resnet32 0.095-0.110: needs the DTR traces")
     return 0 if all_exact else 1

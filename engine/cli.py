@@ -4,8 +4,11 @@
     dtr-landscape run TRACE (--ratio R | --budget BYTES) [--policy NAME[@k=v,...]] [--cap 60]
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
-    dtr-landscape bench [--simrd] [--points ...]
-    dtr-landscape serve [--host 127.0.0.1] [--port 8050] [--workers N]
+    dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
+    dtr-landscape serve [--host 127.0.0.1] [--port 8050] [--db PATH] [--workers N]
+    dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
+    dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
+    dtr-landscape import-traces | import-records | export   (engine/importers.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -105,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--simrd-slow", action="store_true", help="with --simrd, also inceptionv4 0.235 (~12 min)"
     )
     bench.add_argument("--repeat", type=int, default=1, help="engine runs per point (best is kept)")
+    bench.add_argument(
+        "--no-store",
+        dest="store",
+        action="store_false",
+        help="skip sweep throughput (1 and 2 workers) and the resnet32 exact walk",
+    )
 
     serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")
     serve.add_argument("--host", default="127.0.0.1")
@@ -212,7 +221,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 COMMANDS = {"traces": _cmd_traces, "run": _cmd_run, "bench": _cmd_bench, "serve": _cmd_serve}
 # Modules adding subcommands: each has `register(subparsers) -> {name: handler}` and keeps its
 # module-level imports light (the store and DuckDB are imported inside handlers).
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "engine.sweep",
+    "engine.listing",
+    "engine.landscape",
+    "engine.importers",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -307,7 +307,7 @@ class Store:
                 cols = ", ".join(_q(n) for n, _ in columns)
                 sources = []
                 if table in snapshot_tables:
-                    sources.append(f"SELECT {cols}, 0 AS _part FROM snap.{table}")
+                    sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
                 parts = (
                     sorted(self.parts_dir.glob(f"{table}-*.parquet"))
                     if self.parts_dir.exists()
@@ -315,7 +315,10 @@ class Store:
                 )
                 if parts:
                     files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
-                    sources.append(f"SELECT {cols}, 1 AS _part FROM read_parquet([{files}])")
+                    sources.append(
+                        f"SELECT {cols}, filename AS _part "
+                        f"FROM read_parquet([{files}], filename = true)"
+                    )
                 if not sources:
                     typed = ", ".join(f"CAST(NULL AS {t}) AS {_q(n)}" for n, t in columns)
                     con.execute(f"CREATE TEMP VIEW {table} AS SELECT {typed} WHERE false")
@@ -410,12 +413,15 @@ class Store:
                         ).fetchall()
                     }
                     cols = ", ".join(_q(n) if n in have else f"NULL AS {_q(n)}" for n in names)
-                    sources.append(f"SELECT {cols}, 0 AS _part FROM snap.{table}")
+                    sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
                 mine = [p for p in parts if p.name.startswith(f"{table}-")]
                 if mine:
                     files = ", ".join(f"'{_sql_path(p)}'" for p in mine)
                     cols = ", ".join(_q(n) for n in names)
-                    sources.append(f"SELECT {cols}, 1 AS _part FROM read_parquet([{files}])")
+                    sources.append(
+                        f"SELECT {cols}, filename AS _part "
+                        f"FROM read_parquet([{files}], filename = true)"
+                    )
                 if sources:
                     cols = ", ".join(_q(n) for n in names)
                     con.execute(
@@ -456,20 +462,32 @@ class Store:
         """Write a table to CSV or Parquet (by the target's suffix); returns the row count."""
         if table not in TABLES:
             raise StoreError(f"unknown table {table!r} (tables: {', '.join(TABLES)})")
+        return self.export_query(target, f"SELECT * FROM {table}")
+
+    def export_query(
+        self, target: str | os.PathLike[str], sql: str, params: Sequence[Any] | None = None
+    ) -> int:
+        """Write a query's result (over the views of `connect`) to CSV or Parquet, by the
+        target's suffix, atomically (temporary name, then rename); returns the row count."""
         path = Path(target)
         fmt = {".csv": "csv", ".parquet": "parquet"}.get(path.suffix.lower())
         if fmt is None:
             raise StoreError(f"export target {path} must end in .csv or .parquet")
         tmp = path.with_name(f".{path.name}.tmp")
-        with self.connect() as con:
-            con.execute(f"COPY (SELECT * FROM {table}) TO '{_sql_path(tmp)}' (FORMAT {fmt})")
-            row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
-        os.replace(tmp, path)
+        try:
+            with self.connect() as con:
+                row = con.execute(
+                    f"COPY ({sql}) TO '{_sql_path(tmp)}' (FORMAT {fmt})", params or []
+                ).fetchone()
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
         return int(row[0]) if row else 0
 
 
 def _newest_per_key(table: str) -> str:
-    """Keep one row per identity: a part (newer) wins over the snapshot."""
+    """Keep one row per identity: parts win over the snapshot, and among parts the newest
+    (part file names start with the table and a nanosecond timestamp)."""
     return f"QUALIFY row_number() OVER (PARTITION BY {_q(KEYS[table])} ORDER BY _part DESC) = 1"
 
 

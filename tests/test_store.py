@@ -106,3 +106,13 @@ def test_readers_never_wait_for_a_500_run_sweep(tmp_path: Path) -> None:
         assert result["seen"][-1] == 500
         assert len(result["seen"]) > 3  # it read many times while the writer ran
     assert Store.open(db).stats()["runs"] == 500
+
+
+def test_newest_part_wins_before_and_after_compaction(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "landscape.duckdb")
+    for reached in (10, 20, 30):
+        store.add_walk(walk_id="w1", kind="landscape", trace="t", reached=reached, complete=False)
+    assert store.query("SELECT reached FROM walks")["reached"].tolist() == [30]
+    store.compact()
+    store.add_walk(walk_id="w1", kind="landscape", trace="t", reached=40, complete=True)
+    assert store.query("SELECT reached FROM walks")["reached"].tolist() == [40]
