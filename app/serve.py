@@ -1,4 +1,12 @@
-"""Serve the dashboard with gunicorn, in a child process (what `dtr-landscape serve` runs)."""
+"""Serve the dashboard (what `dtr-landscape serve` runs): gunicorn and the job runner, as two
+child processes.
+
+gunicorn imports `app.wsgi` in each worker after the fork (no --preload), so no DuckDB
+connection ever crosses a fork. The runner (app/runner.py) starts engine subprocesses for
+queued jobs and, with --seed, queues a quick sweep of every trace when the store is empty, in
+the background: the first page never waits for it. Both read DTR_LANDSCAPE_DB and
+DTR_LANDSCAPE_TRACES from the environment `dtr-landscape serve --db --traces` sets.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +16,9 @@ import sys
 import threading
 from types import FrameType
 
-# Signals passed on to gunicorn, so `docker stop` or a kill of this process stops it too.
+# Signals passed on to the children, so `docker stop` or a kill of this process stops them.
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RUNNER_STOP_TIMEOUT_S = 15
 
 
 def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
@@ -26,18 +35,34 @@ def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
     ]
 
 
-def serve(host: str = "127.0.0.1", port: int = 8050, workers: int = 2) -> int:
-    """Run gunicorn until it exits and return its exit code."""
-    process = subprocess.Popen(gunicorn_command(host, port, workers))
-    if threading.current_thread() is not threading.main_thread():
-        return process.wait()  # signal handlers can only be set in the main thread
+def runner_command(seed: bool = True) -> list[str]:
+    """The job runner's command line (the store from DTR_LANDSCAPE_DB)."""
+    return [sys.executable, "-m", "app.runner", *(["--seed"] if seed else [])]
 
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        process.send_signal(signum)
 
-    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
+def serve(host: str = "127.0.0.1", port: int = 8050, workers: int = 2, seed: bool = True) -> int:
+    """Run gunicorn and the runner until gunicorn exits; returns gunicorn's exit code."""
+    runner = subprocess.Popen(runner_command(seed))
+    web = subprocess.Popen(gunicorn_command(host, port, workers))
+    children = (web, runner)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+
+        def forward(signum: int, _frame: FrameType | None) -> None:
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signum)
+
+        previous = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
     try:
-        return process.wait()
+        return web.wait()
     finally:
+        if runner.poll() is None:
+            runner.terminate()  # the runner stops its engine subprocesses on SIGTERM
+        try:
+            runner.wait(timeout=RUNNER_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            runner.kill()
+            runner.wait()
         for signum, handler in previous.items():
             signal.signal(signum, handler)

@@ -1,7 +1,8 @@
 """The Dash app factory.
 
 No module-level app or server here: tests and tools call `create_app()` themselves, and the
-one server object gunicorn needs lives in `app.wsgi`.
+one server object gunicorn needs lives in `app.wsgi`. Nothing is read at import time or when
+the app is built: pages read the store and the jobs table per request (app/data.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dash
-from dash import html
+from dash import dcc, html
 
 PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
 TITLE = "DTR landscape"
@@ -23,10 +24,18 @@ def create_app() -> dash.Dash:
         use_pages=True,
         pages_folder=str(PAGES_FOLDER),
         title=TITLE,
+        # Pages hold components that other pages' callbacks never see; without this, Dash
+        # would also call every page's layout (and so read the store) to validate callbacks.
+        suppress_callback_exceptions=True,
     )
     app.layout = html.Div(
         [
-            html.Header(html.H1(TITLE)),
+            html.Header(
+                [
+                    html.H1(dcc.Link(TITLE, href="/")),
+                    html.Nav(dcc.Link("Overview", href="/")),
+                ]
+            ),
             html.Main(dash.page_container),
         ]
     )

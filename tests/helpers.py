@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flask.testing import FlaskClient
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -30,3 +32,24 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> dict:
     done = cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def render_page(client: FlaskClient, pathname: str, search: str = "") -> str:
+    """A page's content as the browser gets it: the Dash Pages router callback's answer."""
+    client.get("/")  # the router callback is registered on the first request
+    payload = {
+        "output": ".._pages_content.children..._pages_store.data..",
+        "outputs": [
+            {"id": "_pages_content", "property": "children"},
+            {"id": "_pages_store", "property": "data"},
+        ],
+        "inputs": [
+            {"id": "_pages_location", "property": "pathname", "value": pathname},
+            {"id": "_pages_location", "property": "search", "value": search},
+        ],
+        "changedPropIds": ["_pages_location.pathname"],
+        "state": [],
+    }
+    response = client.post("/_dash-update-component", json=payload)
+    assert response.status_code == 200
+    return json.dumps(response.get_json()["response"]["_pages_content"])

@@ -1,4 +1,5 @@
-"""The dashboard starts and answers real requests through Dash and Flask."""
+"""The dashboard answers real requests through Dash and Flask (in-process test client), over
+a real DuckDB store and jobs table in a temporary folder."""
 
 from __future__ import annotations
 
@@ -8,62 +9,86 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from app.jobs import JobStore
 from app.server import create_app
+from engine.simulate import run_point
+from engine.store import Store
+from tests.helpers import render_page
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A store with a few synthetic-mlp runs (one imported) around its hole."""
+    db = tmp_path_factory.mktemp("store") / "landscape.duckdb"
+    store = Store.open(db)
+    records = [run_point("synthetic-mlp", ratio=r) for r in (0.39, 0.40, 0.41, 0.43)]
+    ids = store.add_runs(records[:3], source="engine", cap=60)
+    ids += store.add_runs(records[3:], source="import:simrd", cap=60)
+    return db, ids
 
 
 @pytest.fixture
-def client() -> FlaskClient:
+def client(seeded: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch) -> FlaskClient:
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(seeded[0]))
+    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
     return create_app().server.test_client()
 
 
-def _render_page(client: FlaskClient, pathname: str, search: str = "") -> str:
-    """The page's content as the browser gets it: the Dash Pages router callback's answer."""
-    client.get("/")  # the router callback is registered on the first request
-    payload = {
-        "output": ".._pages_content.children..._pages_store.data..",
-        "outputs": [
-            {"id": "_pages_content", "property": "children"},
-            {"id": "_pages_store", "property": "data"},
-        ],
-        "inputs": [
-            {"id": "_pages_location", "property": "pathname", "value": pathname},
-            {"id": "_pages_location", "property": "search", "value": search},
-        ],
-        "changedPropIds": ["_pages_location.pathname"],
-        "state": [],
-    }
-    response = client.post("/_dash-update-component", json=payload)
-    assert response.status_code == 200
-    return json.dumps(response.get_json()["response"]["_pages_content"])
-
-
-def test_index_is_served(client: FlaskClient) -> None:
-    response = client.get("/")
-    assert response.status_code == 200
-    assert "DTR landscape" in response.get_data(as_text=True)
-
-
-def test_layout_is_served(client: FlaskClient) -> None:
+def test_index_and_layout_are_served(client: FlaskClient) -> None:
+    assert "DTR landscape" in client.get("/").get_data(as_text=True)
     response = client.get("/_dash-layout")
-    assert response.status_code == 200
-    assert "DTR landscape" in json.dumps(response.get_json())
+    assert response.status_code == 200 and "DTR landscape" in json.dumps(response.get_json())
 
 
-def test_home_lists_traces_and_ignores_stray_query(
+def test_overview_has_a_strip_per_trace_and_ignores_stray_query(client: FlaskClient) -> None:
+    content = render_page(client, "/", "?stray=1")
+    assert '"trace": "synthetic-mlp"' in content and '"type": "home-strip"' in content
+    assert "first success" in content and "0.4000" in content
+    assert "set DTR_LANDSCAPE_TRACES" in content  # no DTR traces: says how to get them
+
+
+def test_overview_lists_dtr_traces_without_runs(
     client: FlaskClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "resnet32-56-9000000000.0-2020-10-1-13-3-30-default.log").write_text("")
     monkeypatch.setenv("DTR_LANDSCAPE_TRACES", str(tmp_path))
-    content = _render_page(client, "/", "?stray=1")
-    assert "dashboard is coming" in content
-    assert "resnet32" in content
+    content = render_page(client, "/")
+    assert "No runs under DTR yet" in content and "/trace/resnet32-56" in content
     assert "set DTR_LANDSCAPE_TRACES" not in content
 
 
-def test_home_without_traces_says_how_to_get_them(
-    client: FlaskClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
-    content = _render_page(client, "/")
-    assert "dashboard is coming" in content
-    assert "set DTR_LANDSCAPE_TRACES" in content
+def test_trace_page(client: FlaskClient) -> None:
+    content = render_page(client, "/trace/synthetic-mlp")
+    for component in (
+        "trace-strip",
+        "trace-pinned",
+        "trace-overhead",
+        "trace-holes",
+        "trace-launch-button",
+        "trace-jobs",
+    ):
+        assert f'"{component}"' in content
+
+
+def test_run_page(client: FlaskClient, seeded: tuple[Path, list[str]]) -> None:
+    run_id = seeded[1][2]  # the oom at 0.41
+    content = render_page(client, f"/run/{run_id}")
+    assert "Failure snapshot" in content and "over budget by" in content
+    assert "Record the event log" in content and "nearest budget below" in content
+    record = Store.open(seeded[0]).run(run_id)
+    assert record is not None and f"{record['budget']:,} B" in content
+
+
+@pytest.mark.parametrize(
+    ("path", "what"),
+    [("/run/nope", "run 'nope'"), ("/trace/nope", "trace 'nope'"), ("/no/such/page", "this page")],
+)
+def test_not_found(client: FlaskClient, path: str, what: str) -> None:
+    content = render_page(client, path)
+    assert f"Not found: {what}" in content
+
+
+def test_pages_do_not_create_jobs(client: FlaskClient, seeded: tuple[Path, list[str]]) -> None:
+    for path in ("/", "/trace/synthetic-mlp", f"/run/{seeded[1][0]}"):
+        render_page(client, path)
+    assert JobStore.beside(seeded[0]).count() == 0

@@ -1,60 +1,104 @@
-"""Home page: a placeholder until the landscape views land, listing the known traces."""
+"""Overview (/): one outcome strip per trace under the chosen policy, with its holes.
+
+Clicking a point opens its run. An Interval re-reads the store every few seconds and
+redraws only when runs were added (the fingerprint changed).
+"""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-from pathlib import Path
+from typing import Any
 
 import dash
-from dash import html
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
-from app.components.trace_list import TraceEntry, trace_list
+from app import data, ids
+from app.components.launch_form import policy_dropdown
+from app.components.strip import outcome_strip
+from app.components.summary import facts, trace_card, traces_without_runs
+from app.landscape import coverage, holes
 
-dash.register_page(__name__, path="/", name="Home", title="DTR landscape")
+dash.register_page(__name__, path="/", name="Overview", title="DTR landscape")
 
-TRACES_ENV = "DTR_LANDSCAPE_TRACES"
+DEFAULT_POLICY = "DTR"
+REFRESH_MS = 5000
 DTR_TRACES_HINT = (
     "The DTR traces are not available: set DTR_LANDSCAPE_TRACES to the folder of the DTR "
     "logs (simrd/logs.zip of uwsampl/dtr-prototype)."
 )
 
 
-def _dtr_traces(folder: Path) -> list[TraceEntry]:
-    """The DTR logs in `folder`, named by its traces.json manifest when it has one."""
-    manifest = folder / "traces.json"
-    if manifest.is_file():
-        entries = json.loads(manifest.read_text(encoding="utf-8"))["traces"]
-        return [TraceEntry(e["name"], e.get("title", ""), "DTR artifact") for e in entries]
-    return [
-        TraceEntry(path.name.split("-")[0], "", "DTR artifact")
-        for path in sorted(folder.glob("*.log"))
-    ]
+def strip_cards(policy: str) -> list[html.Section]:
+    """A card per trace with runs under `policy` (facts and outcome strip), then one line
+    naming the traces without any."""
+    traces = data.known_traces()
+    frame = data.runs(policy=policy)
+    cards, empty = [], []
+    for name, source in traces.items():
+        runs = frame[frame["trace"] == name] if not frame.empty else frame
+        if runs.empty:
+            empty.append(name)
+            continue
+        peak = data.peak(name, runs)
+        pairs = facts(holes(runs), len(runs), coverage(data.walks(name, policy)), peak)
+        graph = dcc.Graph(
+            id={"type": ids.HOME_STRIP, "trace": name},
+            figure=outcome_strip(runs, uirevision=f"home-{name}"),
+            config={"displaylogo": False},
+        )
+        cards.append(trace_card(name, source, pairs, graph))
+    if empty:
+        cards.append(traces_without_runs(empty, policy))
+    return cards
 
 
-def _shipped_traces() -> list[TraceEntry]:
-    """The synthetic traces shipped inside the `traces` package (found without importing it)."""
-    spec = importlib.util.find_spec("traces")
-    folders = spec.submodule_search_locations if spec and spec.submodule_search_locations else []
-    # An editable install adds a path-hook entry to the search locations; keep real folders.
-    logs = sorted({log.name for f in folders if Path(f).is_dir() for log in Path(f).glob("*.log")})
-    return [TraceEntry(name.removesuffix(".log"), "synthetic", "shipped") for name in logs]
-
-
-def _dtr_folder() -> Path | None:
-    folder = os.environ.get(TRACES_ENV)
-    return Path(folder) if folder and Path(folder).is_dir() else None
-
-
-def layout(**_query: object) -> html.Div:
+def layout(policy: str | None = None, **_query: object) -> html.Div:
     """The page, built per request; stray query-string values are accepted and ignored."""
-    folder = _dtr_folder()
-    dtr = _dtr_traces(folder) if folder else []
-    children = [
-        html.P("The feasibility-landscape dashboard is coming. Known traces:"),
-        trace_list(dtr + _shipped_traces()),
+    policies = data.policies()
+    chosen = policy if policy in policies else DEFAULT_POLICY
+    children: list[Any] = [
+        dcc.Location(id=ids.HOME_LOCATION, refresh="callback-nav"),
+        html.Div(
+            html.Label([html.Span("Policy"), policy_dropdown(ids.HOME_POLICY, policies, chosen)]),
+            className="toolbar",
+        ),
+        html.Div(strip_cards(chosen), id=ids.HOME_STRIPS),
+        dcc.Store(id=ids.HOME_FINGERPRINT, data=data.fingerprint(None, chosen)),
+        dcc.Interval(id=ids.HOME_INTERVAL, interval=REFRESH_MS),
     ]
-    if not dtr:
-        children.append(html.P(DTR_TRACES_HINT))
+    if not any(source == "dtr" for source in data.catalog().values()):
+        children.append(html.P(DTR_TRACES_HINT, className="note"))
     return html.Div(children)
+
+
+@callback(
+    Output(ids.HOME_STRIPS, "children"),
+    Output(ids.HOME_FINGERPRINT, "data"),
+    Input(ids.HOME_POLICY, "value"),
+    Input(ids.HOME_INTERVAL, "n_intervals"),
+    State(ids.HOME_FINGERPRINT, "data"),
+    prevent_initial_call=True,
+)
+def refresh(policy: str, _ticks: int | None, seen: str | None) -> tuple[Any, str]:
+    current = data.fingerprint(None, policy)
+    if ctx.triggered_id == ids.HOME_INTERVAL and current == seen:
+        raise PreventUpdate
+    return strip_cards(policy), current
+
+
+@callback(
+    Output(ids.HOME_LOCATION, "href"),
+    Input({"type": ids.HOME_STRIP, "trace": ALL}, "clickData"),
+    prevent_initial_call=True,
+)
+def open_run(_clicks: list[dict | None]) -> str:
+    return run_href(ctx.triggered[0]["value"] if ctx.triggered else None)
+
+
+def run_href(click: dict | None) -> Any:
+    """/run/<run_id> for a click on a point (its customdata), else no update."""
+    points = (click or {}).get("points") or []
+    run_id = points[0].get("customdata") if points else None
+    if isinstance(run_id, list):
+        run_id = run_id[0] if run_id else None
+    return f"/run/{run_id}" if run_id else no_update

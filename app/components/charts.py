@@ -1,0 +1,153 @@
+"""The trace page's scatters: pinned memory against nesting depth, and overhead against budget.
+
+Like the strip, one `go.Scatter` per outcome with customdata = run_id, imported records open.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symbol
+from app.landscape import is_imported
+
+DEPTH_COLUMNS = {
+    "depth_at_peak_pinned": "depth at peak pinned",
+    "max_nesting_depth": "max nesting depth",
+}
+
+
+def _layout(fig: go.Figure, *, x_title: str, y_title: str, uirevision: str, height: int) -> None:
+    fig.update_layout(
+        height=height,
+        margin={"l": 60, "r": 20, "t": 30, "b": 50},
+        uirevision=uirevision,
+        clickmode="event",
+        hovermode="closest",
+        plot_bgcolor="#ffffff",
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        xaxis={"title": {"text": x_title}, "gridcolor": "#eeeeee", "zeroline": False},
+        yaxis={"title": {"text": y_title}, "gridcolor": "#eeeeee", "zeroline": False},
+    )
+
+
+def pinned_vs_depth(
+    frame: pd.DataFrame,
+    depth_column: str = "depth_at_peak_pinned",
+    *,
+    uirevision: str = "pinned",
+    height: int = 380,
+) -> go.Figure:
+    """Peak pinned bytes against a depth column, one trace per outcome (budget on hover)."""
+    if depth_column not in DEPTH_COLUMNS:
+        raise ValueError(f"depth column must be one of {', '.join(DEPTH_COLUMNS)}")
+    fig = go.Figure()
+    for status in OUTCOMES:
+        part = frame[frame["status"] == status] if not frame.empty else frame
+        part = part[part[depth_column].notna() & part["peak_pinned"].notna()] if len(part) else part
+        rows = list(part.iterrows())
+        fig.add_trace(
+            go.Scatter(
+                name=status,
+                x=[r[depth_column] for _, r in rows],
+                y=[r["peak_pinned"] for _, r in rows],
+                mode="markers",
+                marker={
+                    "color": COLORS[status],
+                    "symbol": [symbol(status, is_imported(r.get("source"))) for _, r in rows],
+                    "size": 9,
+                    "line": {"width": 1.5, "color": COLORS[status]},
+                },
+                customdata=[r["run_id"] for _, r in rows],
+                text=[
+                    f"<b>{status}</b> budget {fmt_bytes(r['budget'])} ({fmt_ratio(r['x'])} x peak)"
+                    f"<br>peak pinned {fmt_bytes(r['peak_pinned'])}"
+                    f"<br>{DEPTH_COLUMNS[depth_column]} {int(r[depth_column])}"
+                    for _, r in rows
+                ],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    _layout(
+        fig,
+        x_title=DEPTH_COLUMNS[depth_column],
+        y_title="peak pinned (bytes)",
+        uirevision=uirevision,
+        height=height,
+    )
+    return fig
+
+
+def overhead_curve(
+    frame: pd.DataFrame, *, uirevision: str = "overhead", height: int = 380
+) -> go.Figure:
+    """Overhead of the completing runs against budget / peak, in budget order."""
+    fig = go.Figure()
+    ok = frame[(frame["status"] == "ok") & frame["overhead"].notna()] if not frame.empty else frame
+    ok = ok.sort_values("budget") if not ok.empty else ok
+    rows = list(ok.iterrows())
+    fig.add_trace(
+        go.Scatter(
+            name="ok",
+            x=[r["x"] for _, r in rows],
+            y=[r["overhead"] for _, r in rows],
+            mode="lines+markers",
+            line={"color": COLORS["ok"], "width": 1.5},
+            marker={
+                "color": COLORS["ok"],
+                "symbol": [symbol("ok", is_imported(r.get("source"))) for _, r in rows],
+                "size": 8,
+            },
+            customdata=[r["run_id"] for _, r in rows],
+            text=[
+                f"overhead {r['overhead']:.4f}x<br>budget {fmt_bytes(r['budget'])} "
+                f"({fmt_ratio(r['x'])} x peak)"
+                for _, r in rows
+            ],
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
+    _layout(
+        fig,
+        x_title="budget / peak",
+        y_title="overhead (x model compute)",
+        uirevision=uirevision,
+        height=height,
+    )
+    return fig
+
+
+def operator_chart(events: pd.DataFrame, *, height: int = 360) -> go.Figure:
+    """Per model operator: max pinned bytes (left axis) and max nesting depth (right axis)."""
+    ops = events[events["kind"] == "operator"].sort_values("operator")
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            name="max pinned (bytes)",
+            x=list(ops["operator"]),
+            y=list(ops["max_pinned"]),
+            mode="lines",
+            line={"color": "#0072B2"},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            name="max depth",
+            x=list(ops["operator"]),
+            y=list(ops["max_depth"]),
+            mode="lines",
+            yaxis="y2",
+            line={"color": "#D55E00", "dash": "dot"},
+        )
+    )
+    fig.update_layout(
+        height=height,
+        margin={"l": 70, "r": 60, "t": 30, "b": 50},
+        hovermode="x unified",
+        plot_bgcolor="#ffffff",
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        xaxis={"title": {"text": "operator"}, "gridcolor": "#eeeeee"},
+        yaxis={"title": {"text": "pinned bytes"}, "gridcolor": "#eeeeee"},
+        yaxis2={"title": {"text": "nesting depth"}, "overlaying": "y", "side": "right"},
+    )
+    return fig

@@ -1,0 +1,130 @@
+"""The outcome strip: every stored run of one trace on a budget axis (budget / peak).
+
+One `go.Scatter` per outcome (customdata = run_id, so a click opens the run); imported
+records drawn with open markers; same-execution intervals, where known, as translucent
+horizontal bands behind the points (every budget in a band gives the same run).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symbol
+from app.landscape import is_imported
+
+BAND_PREFIX = "interval "
+
+
+def _hover(row: pd.Series) -> str:
+    lines = [
+        f"<b>{row['status']}</b> at {fmt_ratio(row['x'])} x peak",
+        f"budget {fmt_bytes(row['budget'])}",
+    ]
+    if pd.notna(row.get("overhead")):
+        lines.append(f"overhead {row['overhead']:.4f}x")
+    if pd.notna(row.get("same_lo")):
+        hi = fmt_bytes(row["same_hi"]) if pd.notna(row.get("same_hi")) else "any larger"
+        lines.append(f"same run for {fmt_bytes(row['same_lo'])} .. {hi}")
+    lines.append(f"source {row.get('source') or 'engine'}")
+    return "<br>".join(lines)
+
+
+def _bands(frame: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
+    known = frame[frame["same_lo"].notna() & frame["peak"].notna()] if "same_lo" in frame else None
+    if known is None or known.empty:
+        return None
+    peak = known["peak"].astype(float)
+    lo = known["same_lo"].astype(float) / peak
+    hi = known["same_hi"].astype(float).div(peak).fillna(x_end)
+    hi = hi.where(hi > lo, lo)
+    # A band spans [lo, hi] bytes inclusive: draw it up to hi + 1 byte.
+    widths = (hi - lo) + 1 / peak
+    texts = [
+        f"{status}: same run for {fmt_bytes(a)} .. {fmt_bytes(b) if pd.notna(b) else 'any larger'}"
+        for a, b in zip(known["same_lo"], known["same_hi"], strict=True)
+    ]
+    return go.Bar(
+        name=BAND_PREFIX + status,
+        orientation="h",
+        y=[0] * len(known),
+        base=list(lo),
+        x=list(widths),
+        width=0.5,
+        marker={"color": COLORS[status], "line": {"width": 0}},
+        opacity=0.25,
+        customdata=list(known["run_id"]),
+        text=texts,
+        textposition="none",
+        hovertemplate="%{text}<extra></extra>",
+        legendgroup=status,
+        showlegend=False,
+    )
+
+
+def outcome_strip(
+    frame: pd.DataFrame,
+    *,
+    title: str | None = None,
+    height: int = 170,
+    uirevision: str = "strip",
+    x_range: tuple[float, float] | None = None,
+) -> go.Figure:
+    """The strip figure for `frame` (runs of one trace, with `x` = budget / peak)."""
+    fig = go.Figure()
+    has_x = not frame.empty and "x" in frame
+    data = frame[frame["x"].notna()] if has_x else frame
+    x_end = float(data["x"].max()) * 1.05 if has_x and not data.empty else 1.0
+    for status in OUTCOMES:
+        part = data[data["status"] == status] if not data.empty else data
+        band = _bands(part, status, x_end) if not part.empty else None
+        if band is not None:
+            fig.add_trace(band)
+    for status in OUTCOMES:
+        part = data[data["status"] == status] if not data.empty else data
+        imported = [is_imported(s) for s in part["source"]] if not part.empty else []
+        fig.add_trace(
+            go.Scatter(
+                name=status,
+                x=list(part["x"]) if not part.empty else [],
+                y=[0] * len(part),
+                mode="markers",
+                marker={
+                    "color": COLORS[status],
+                    "symbol": [symbol(status, i) for i in imported],
+                    "size": 11,
+                    "line": {"width": 1.5, "color": COLORS[status]},
+                },
+                customdata=list(part["run_id"]) if not part.empty else [],
+                text=[_hover(row) for _, row in part.iterrows()] if not part.empty else [],
+                hovertemplate="%{text}<extra></extra>",
+                legendgroup=status,
+            )
+        )
+    fig.update_layout(
+        title={"text": title, "x": 0, "font": {"size": 14}} if title else None,
+        height=height,
+        margin={"l": 20, "r": 20, "t": 36 if title else 12, "b": 40},
+        uirevision=uirevision,
+        barmode="overlay",
+        clickmode="event",
+        hovermode="closest",
+        plot_bgcolor="#ffffff",
+        legend={
+            "orientation": "h",
+            "x": 1,
+            "xanchor": "right",
+            "y": 1.02,
+            "yanchor": "bottom",
+            "title": {"text": "open marker = imported"},
+        },
+        xaxis={
+            "title": {"text": "budget / peak"},
+            "showgrid": True,
+            "gridcolor": "#eeeeee",
+            "zeroline": False,
+            **({"range": list(x_range)} if x_range else {}),
+        },
+        yaxis={"visible": False, "range": [-0.6, 0.6], "fixedrange": True},
+    )
+    return fig

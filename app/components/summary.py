@@ -1,0 +1,111 @@
+"""A trace's facts (runs, holes, first success, stable-from, exact coverage) and its holes table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import dcc, html
+from dash.dash_table.DataTable import DataTable
+
+from app.components.outcomes import fmt_bytes, fmt_ratio
+from app.landscape import Coverage, Holes, Sample
+
+HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("region", "#"),
+    ("last_ok_below", "last ok below"),
+    ("first_fail", "first fail"),
+    ("last_fail", "last fail"),
+    ("first_ok_above", "first ok above"),
+    ("failing_samples", "failing samples"),
+    ("exact_width", "exact width (bytes)"),
+)
+
+
+def sample_text(sample: Sample | None) -> str:
+    if sample is None:
+        return "\u2014"
+    return f"{fmt_ratio(sample.ratio)} ({fmt_bytes(sample.budget)})"
+
+
+def coverage_text(cov: Coverage, peak: int | None) -> str:
+    if not cov.walks:
+        return "no exact walks"
+    spans = ", ".join(
+        f"{lo / peak:.4f}..{hi / peak:.4f}" if peak else f"{lo:,}..{hi:,} B"
+        for lo, hi in cov.intervals
+    )
+    return (
+        f"{cov.bytes:,} bytes certified ({spans or 'none'}); "
+        f"{cov.walks} walk(s), {cov.complete} complete"
+    )
+
+
+def facts(holes: Holes, runs: int, cov: Coverage, peak: int | None) -> list[tuple[str, str]]:
+    """(label, value) pairs shown for a trace under one policy."""
+    widths = [r.exact_width for r in holes.regions if r.exact_width is not None]
+    return [
+        ("runs", f"{runs:,} ({holes.samples:,} sampled budgets, {holes.timeouts} timeouts)"),
+        ("peak", fmt_bytes(peak)),
+        ("first success", sample_text(holes.first_success)),
+        (
+            "holes",
+            f"{len(holes.regions)} region(s), {holes.failing_above_first_success} failing "
+            f"sample(s) above first success"
+            + (f"; exact widths {', '.join(f'{w:,}' for w in widths)} B" if widths else ""),
+        ),
+        ("stable from", sample_text(holes.stable_from)),
+        ("exact coverage", coverage_text(cov, peak)),
+    ]
+
+
+def facts_list(pairs: list[tuple[str, str]], *, class_name: str = "facts") -> html.Dl:
+    children: list[Any] = []
+    for label, value in pairs:
+        children += [html.Dt(label), html.Dd(value)]
+    return html.Dl(children, className=class_name)
+
+
+def hole_rows(holes: Holes) -> list[dict[str | float | int, Any]]:
+    return [
+        {
+            "region": i,
+            "last_ok_below": sample_text(r.last_ok_below),
+            "first_fail": sample_text(r.first_fail),
+            "last_fail": sample_text(r.last_fail),
+            "first_ok_above": sample_text(r.first_ok_above),
+            "failing_samples": r.failing_samples,
+            "exact_width": f"{r.exact_width:,}" if r.exact_width is not None else "unknown",
+            "first_fail_id": r.first_fail.run_id,
+        }
+        for i, r in enumerate(holes.regions, start=1)
+    ]
+
+
+def holes_table(holes: Holes, table_id: str) -> DataTable:
+    """One row per failure region; clicking a cell opens the region's first failing run."""
+    return DataTable(
+        id=table_id,
+        columns=[{"name": label, "id": key} for key, label in HOLE_COLUMNS],
+        data=hole_rows(holes),
+        sort_action="native",
+        style_table={"overflowX": "auto"},
+        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px"},
+        style_header={"fontWeight": "bold"},
+    )
+
+
+def trace_card(name: str, title: str, pairs: list[tuple[str, str]], graph: Any) -> html.Section:
+    """One trace on the overview: its name (a link to its page), facts and outcome strip."""
+    heading = html.H2([dcc.Link(name, href=f"/trace/{name}"), html.Small(f" {title}")])
+    return html.Section([heading, facts_list(pairs), graph], className="card", id=f"card-{name}")
+
+
+def traces_without_runs(names: list[str], policy: str) -> html.Section:
+    """The traces with no run under `policy`, as links to their pages (to launch some)."""
+    links: list[Any] = []
+    for i, name in enumerate(names):
+        links += [", " if i else "", dcc.Link(name, href=f"/trace/{name}")]
+    return html.Section(
+        [html.P([f"No runs under {policy} yet (open one to launch runs): ", *links])],
+        className="card empty",
+    )

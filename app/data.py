@@ -1,0 +1,130 @@
+"""Request-time reads for the pages: the store, the jobs table, the trace catalog.
+
+Everything is looked up when a page or callback asks: DTR_LANDSCAPE_DB and
+DTR_LANDSCAPE_TRACES are read per call, the store is read through engine/store.py (short-lived
+read-only DuckDB connections, never opened at import time or before gunicorn forks), and the
+jobs table through app/jobs.py. Nothing here simulates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from app.jobs import JobStore
+from app.landscape import with_x
+from engine.store import Store, StoreError, default_path
+
+EVENTS_DIR = "events"
+
+
+def store_path() -> Path:
+    return default_path().resolve()
+
+
+def store() -> Store:
+    return Store.open(store_path())
+
+
+def jobs() -> JobStore:
+    return JobStore.beside(store_path())
+
+
+def events_path_for(run_id: str) -> Path:
+    """Where an event log recorded from the dashboard goes: events/<run_id>.parquet."""
+    return store_path().parent / EVENTS_DIR / f"{run_id}.parquet"
+
+
+def catalog() -> dict[str, str]:
+    """Trace name -> source ("dtr", "shipped") of every trace the engine can run."""
+    from engine.catalog import TraceNotFound, available
+
+    try:
+        refs = available()
+    except TraceNotFound:  # DTR_LANDSCAPE_TRACES names a missing folder
+        refs = [ref for ref in available("") if ref.source == "shipped"]
+    return {ref.name: ref.source for ref in refs}
+
+
+def known_traces() -> dict[str, str]:
+    """The catalog's traces, then traces only the store knows (e.g. imported records)."""
+    traces = catalog()
+    for name in stored_traces():
+        traces.setdefault(name, "store")
+    return traces
+
+
+def stored_traces() -> list[str]:
+    frame = _query("SELECT DISTINCT trace FROM runs WHERE trace IS NOT NULL ORDER BY trace")
+    return [str(t) for t in frame["trace"]] if not frame.empty else []
+
+
+def policies() -> list[str]:
+    """Every policy the engine knows, then policy specs the store holds (with parameters)."""
+    from engine.policies import POLICIES
+
+    names = list(POLICIES)
+    frame = _query("SELECT DISTINCT policy FROM runs WHERE policy IS NOT NULL ORDER BY policy")
+    extra = [] if frame.empty else [str(p) for p in frame["policy"] if p not in names]
+    return names + extra
+
+
+def runs(trace: str | None = None, policy: str | None = None) -> pd.DataFrame:
+    """Runs with `x` = budget / peak; an empty frame when the store cannot be read."""
+    try:
+        return with_x(store().runs(trace, policy))
+    except StoreError:
+        return with_x(pd.DataFrame(columns=["run_id", "budget", "peak", "status"]))
+
+
+def run(run_id: str) -> dict[str, Any] | None:
+    try:
+        return store().run(run_id)
+    except StoreError:
+        return None
+
+
+def walks(trace: str, policy: str) -> pd.DataFrame:
+    return _query("SELECT * FROM walks WHERE trace = ? AND policy = ?", [trace, policy])
+
+
+def fingerprint(trace: str | None, policy: str) -> str:
+    """Changes when runs of (trace, policy) are added: runs are only ever added."""
+    if trace is None:
+        frame = _query("SELECT count(*) AS n FROM runs WHERE policy = ?", [policy])
+    else:
+        frame = _query(
+            "SELECT count(*) AS n FROM runs WHERE trace = ? AND policy = ?", [trace, policy]
+        )
+    walks_frame = _query("SELECT count(*) AS n FROM walks")
+    n = int(frame["n"].iloc[0]) if not frame.empty else 0
+    w = int(walks_frame["n"].iloc[0]) if not walks_frame.empty else 0
+    return f"{trace}|{policy}|{n}|{w}"
+
+
+def peak(trace: str, frame: pd.DataFrame | None = None) -> int | None:
+    """The trace's unconstrained peak: from its runs, else from the engine's baseline cache."""
+    if frame is not None and not frame.empty and frame["peak"].notna().any():
+        return int(frame["peak"].dropna().iloc[0])
+    stored = _query("SELECT max(peak) AS peak FROM runs WHERE trace = ?", [trace])
+    if not stored.empty and pd.notna(stored["peak"].iloc[0]):
+        return int(stored["peak"].iloc[0])
+    return None
+
+
+def read_events(path: str | os.PathLike[str]) -> pd.DataFrame | None:
+    """A run's event log (Parquet, read with pyarrow), or None when it is not there yet."""
+    target = Path(path)
+    if not target.is_file():
+        return None
+    return pd.read_parquet(target)
+
+
+def _query(sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+    try:
+        return store().query(sql, params)
+    except StoreError:
+        return pd.DataFrame()

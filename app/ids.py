@@ -1,0 +1,51 @@
+"""Every component id of the dashboard, in one place, prefixed by its page.
+
+Pattern-matching ids (dicts) use a `type` from here, so two pages never collide.
+"""
+
+# Overview (/)
+HOME_POLICY = "home-policy"
+HOME_STRIPS = "home-strips"
+HOME_INTERVAL = "home-interval"
+HOME_FINGERPRINT = "home-fingerprint"
+HOME_LOCATION = "home-location"
+HOME_STRIP = "home-strip"  # pattern: {"type": HOME_STRIP, "trace": name}
+
+# Trace page (/trace/<name>)
+TRACE_NAME = "trace-name"
+TRACE_POLICY = "trace-policy"
+TRACE_SUMMARY = "trace-summary"
+TRACE_STRIP = "trace-strip"
+TRACE_PINNED = "trace-pinned"
+TRACE_DEPTH_MODE = "trace-depth-mode"
+TRACE_OVERHEAD = "trace-overhead"
+TRACE_HOLES = "trace-holes"
+TRACE_INTERVAL = "trace-interval"
+TRACE_FINGERPRINT = "trace-fingerprint"
+TRACE_LOCATION = "trace-location"
+TRACE_JOBS = "trace-jobs"
+TRACE_JOB_CANCEL = "trace-job-cancel"  # pattern: {"type": TRACE_JOB_CANCEL, "job": id}
+TRACE_CANCEL_MESSAGE = "trace-cancel-message"
+# the launch form
+TRACE_MODE = "trace-launch-mode"
+TRACE_VALUE = "trace-launch-value"
+TRACE_LIST = "trace-launch-list"
+TRACE_FROM = "trace-launch-from"
+TRACE_TO = "trace-launch-to"
+TRACE_STEP = "trace-launch-step"
+TRACE_POINTS = "trace-launch-points"
+TRACE_CAP = "trace-launch-cap"
+TRACE_LAUNCH = "trace-launch-button"
+TRACE_LAUNCH_MESSAGE = "trace-launch-message"
+
+# Run detail (/run/<run_id>)
+RUN_ID = "run-id"
+RUN_EVENTS = "run-events"
+RUN_EVENTS_INTERVAL = "run-events-interval"
+RUN_RECORD_EVENTS = "run-record-events"
+RUN_RERUN = "run-rerun"
+RUN_RETAIN = "run-retain"
+RUN_RERUN_RETAIN = "run-rerun-retain"
+RUN_MESSAGE = "run-message"
+RUN_EVENT_TABLE = "run-event-table"
+RUN_OPERATOR_CHART = "run-operator-chart"

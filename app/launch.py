@@ -1,0 +1,278 @@
+"""What the launch form asks for, checked, and the engine commands that do it. Pure functions.
+
+`validate(form, ...)` turns the form's raw values into a job spec (a plain dict stored in the
+jobs table) or one message saying what is wrong; nothing is launched on a message.
+`plan(spec, ...)` turns a spec into the engine command lines the runner starts: a sweep,
+walk or edge search is one engine command that stores its own runs; single runs (and lists
+or grids when the engine has no `sweep` yet) are `run` commands whose JSON records the runner
+stores.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_BUDGETS = 5000
+MAX_RATIO = 2.0
+DEFAULT_CAP = 60.0
+DEFAULT_REFINE_POINTS = 20
+# Modes of the launch form: value -> label.
+MODES: dict[str, str] = {
+    "ratio": "one budget (ratio)",
+    "bytes": "one budget (bytes)",
+    "list": "a list of ratios",
+    "grid": "a grid (from, to, step)",
+    "refine": "refine a range (from, to, points)",
+    "walk": "exact walk over a range",
+    "edges": "edge search (whole trace)",
+}
+
+
+class LaunchError(ValueError):
+    """Bad input: the message is shown next to the form, and nothing is launched."""
+
+
+def _number(text: Any, what: str) -> float:
+    raw = "" if text is None else str(text).strip()
+    if not raw:
+        raise LaunchError(f"{what} is missing.")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise LaunchError(f"{what} must be a number, got {raw!r}.") from None
+    if not math.isfinite(value):
+        raise LaunchError(f"{what} must be a finite number, got {raw!r}.")
+    return value
+
+
+def _ratio(text: Any, what: str = "Ratio") -> float:
+    value = _number(text, what)
+    if not 0 < value <= MAX_RATIO:
+        raise LaunchError(f"{what} must be in (0, {MAX_RATIO:g}], got {value:g}.")
+    return value
+
+
+def _bytes(text: Any, peak: int | None) -> int:
+    raw = "" if text is None else str(text).strip().replace("_", "").replace(",", "")
+    if not raw:
+        raise LaunchError("Budget in bytes is missing.")
+    if not raw.isdigit():
+        raise LaunchError(f"Budget in bytes must be a whole number, got {text!r}.")
+    value = int(raw)
+    if value <= 0:
+        raise LaunchError("Budget in bytes must be positive.")
+    if peak and value > MAX_RATIO * peak:
+        raise LaunchError(f"Budget {value:,} is over {MAX_RATIO:g} x the peak ({peak:,} bytes).")
+    return value
+
+
+def parse_retain(text: Any) -> str:
+    """`3131, 932` -> `3131,932`; storage ids are whole numbers."""
+    items = [item.strip() for item in str(text or "").split(",") if item.strip()]
+    for item in items:
+        if not item.isdigit():
+            raise LaunchError(f"Storage ids are whole numbers like 3131,932; got {item!r}.")
+    return ",".join(str(int(i)) for i in items)
+
+
+def grid_ratios(start: float, stop: float, step: float) -> list[float]:
+    """start, start + step, ... up to stop (included when it falls on the grid)."""
+    if step <= 0:
+        raise LaunchError(f"Step must be positive, got {step:g}.")
+    if stop < start:
+        raise LaunchError(f"'From' ({start:g}) must not be above 'to' ({stop:g}).")
+    count = math.floor((stop - start) / step + 1e-9) + 1
+    if count > MAX_BUDGETS:
+        raise LaunchError(f"That is {count:,} budgets; at most {MAX_BUDGETS:,} at once.")
+    return [round(start + i * step, 10) for i in range(count)]
+
+
+def _range(form: Mapping[str, Any]) -> tuple[float, float]:
+    start, stop = _ratio(form.get("from"), "'From'"), _ratio(form.get("to"), "'To'")
+    if stop < start:
+        raise LaunchError(f"'From' ({start:g}) must not be above 'to' ({stop:g}).")
+    return start, stop
+
+
+def _policy(text: Any, policies: Collection[str]) -> str:
+    from engine.policies import PolicyError, make_policy  # pure: names and parameters
+
+    name = str(text or "").strip()
+    if not name:
+        raise LaunchError("Choose a policy.")
+    if name.partition("@")[0] not in policies:
+        raise LaunchError(f"Unknown policy {name!r}; known: {', '.join(sorted(policies))}.")
+    try:
+        return make_policy(name).spec
+    except PolicyError as exc:
+        raise LaunchError(f"{exc}.") from None
+
+
+def validate(
+    form: Mapping[str, Any],
+    *,
+    traces: Collection[str],
+    policies: Collection[str],
+    peak: int | None = None,
+) -> tuple[dict[str, Any], str]:
+    """The job spec and a one-line label for the form's values, or LaunchError."""
+    trace = str(form.get("trace") or "")
+    if trace not in traces:
+        raise LaunchError(f"Unknown trace {trace!r}.")
+    mode = str(form.get("mode") or "")
+    if mode not in MODES:
+        raise LaunchError(f"Unknown launch mode {mode!r}.")
+    policy = _policy(form.get("policy"), policies)
+    cap = _number(form.get("cap") or DEFAULT_CAP, "Cap")
+    if not cap > 1:
+        raise LaunchError(f"Cap must be greater than 1, got {cap:g}.")
+    spec: dict[str, Any] = {"kind": mode, "trace": trace, "policy": policy, "cap": cap}
+    if mode == "ratio":
+        ratio = _ratio(form.get("value"))
+        spec.update(kind="run", ratio=ratio, total=1, retain="")
+        label = f"run at ratio {ratio:g}"
+    elif mode == "bytes":
+        budget = _bytes(form.get("value"), peak)
+        spec.update(kind="run", budget=budget, total=1, retain="")
+        label = f"run at {budget:,} bytes"
+    elif mode == "list":
+        items = [x for x in str(form.get("list") or "").replace(";", ",").split(",") if x.strip()]
+        if not items:
+            raise LaunchError("The list of ratios is empty.")
+        if len(items) > MAX_BUDGETS:
+            raise LaunchError(f"That is {len(items):,} budgets; at most {MAX_BUDGETS:,} at once.")
+        ratios = sorted({_ratio(x) for x in items})
+        spec.update(ratios=ratios, total=len(ratios))
+        label = f"list of {len(ratios)} ratios"
+    elif mode == "grid":
+        start, stop = _range(form)
+        step = _number(form.get("step"), "Step")
+        ratios = grid_ratios(start, stop, step)
+        spec.update(grid=[start, stop, step], ratios=ratios, total=len(ratios))
+        label = f"grid {start:g}:{stop:g}:{step:g} ({len(ratios)} budgets)"
+    elif mode == "refine":
+        start, stop = _range(form)
+        points = _number(form.get("points") or DEFAULT_REFINE_POINTS, "Points")
+        if points != int(points) or not 2 <= points <= MAX_BUDGETS:
+            raise LaunchError(f"Points must be a whole number in [2, {MAX_BUDGETS:,}].")
+        n = int(points)
+        ratios = sorted({round(start + (stop - start) * i / (n - 1), 10) for i in range(n)})
+        spec.update(range=[start, stop], ratios=ratios, total=len(ratios))
+        label = f"refine {start:g}..{stop:g} ({len(ratios)} budgets)"
+    elif mode == "walk":
+        start, stop = _range(form)
+        spec.update(range=[start, stop])
+        label = f"exact walk {start:g}..{stop:g}"
+    else:  # edges: the engine's edge search covers the whole trace
+        label = "edge search"
+    return spec, f"{label}, {policy}, cap {cap:g}"
+
+
+# -- planning: spec -> engine command lines ---------------------------------------------------
+class PlanError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One engine subprocess. `stores`: the runner stores the JSON record it prints (a `run`);
+    otherwise the engine command stores its runs itself (--db)."""
+
+    argv: list[str]
+    current: str
+    stores: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: list[Step] = field(default_factory=list)
+    total: int | None = None
+    # events jobs: where the log goes (events/<run_id>.parquet, where the run page looks)
+    events_path: str | None = None
+
+
+def engine(*args: str) -> list[str]:
+    return [sys.executable, "-m", "engine.cli", *args]
+
+
+def _run_argv(spec: Mapping[str, Any], *, ratio: float | None = None) -> list[str]:
+    budget = ["--ratio", repr(ratio)] if ratio is not None else ["--budget", str(spec["budget"])]
+    argv = engine("run", spec["trace"], *budget, "--policy", spec["policy"])
+    argv += ["--cap", f"{float(spec['cap']):g}"]
+    if spec.get("retain"):
+        argv += ["--retain", str(spec["retain"])]
+    return argv
+
+
+def plan(
+    spec: Mapping[str, Any],
+    *,
+    db: Path,
+    commands: Collection[str],
+    workers: int = 2,
+    events_dir: Path | None = None,
+) -> Plan:
+    """The engine command lines for a job. `commands`: the engine CLI's subcommands."""
+    kind = spec["kind"]
+    trace, policy, cap = spec["trace"], spec["policy"], f"{float(spec['cap']):g}"
+    if kind == "run":
+        ratio = spec.get("ratio")
+        argv = _run_argv(spec, ratio=ratio)
+        current = f"ratio {ratio:g}" if ratio is not None else f"{spec['budget']:,} B"
+        return Plan([Step(argv, current, stores=True)], total=1)
+    if kind == "events":
+        target = Path(events_dir or db.parent / "events") / f"{spec['run_id']}.parquet"
+        argv = _run_argv(spec) + ["--events", str(target)]
+        return Plan(
+            [Step(argv, f"{spec['budget']:,} B", stores=False)], total=1, events_path=str(target)
+        )
+    if kind in ("list", "grid", "refine"):
+        ratios: list[float] = list(spec["ratios"])
+        if "sweep" in commands:
+            if kind == "grid":
+                start, stop, step = spec["grid"]
+                budgets = ["--grid", f"{start!r}:{stop!r}:{step!r}"]
+            else:
+                budgets = ["--ratios", ",".join(repr(r) for r in ratios)]
+            argv = engine("sweep", trace, *budgets, "--policy", policy, "--cap", cap)
+            argv += ["--workers", str(workers), "--db", str(db)]
+            return Plan([Step(argv, "", stores=False)], total=len(ratios))
+        steps = [Step(_run_argv(spec, ratio=r), f"ratio {r:g}", stores=True) for r in ratios]
+        return Plan(steps, total=len(ratios))
+    if kind == "walk":
+        if "landscape" not in commands:
+            raise PlanError("the engine has no `landscape` command (exact walks) yet")
+        start, stop = spec["range"]
+        argv = engine("landscape", trace, "--from", repr(start), "--to", repr(stop))
+        argv += ["--policy", policy, "--cap", cap, "--db", str(db), "--json"]
+        return Plan([Step(argv, "", stores=False)])
+    if kind == "edges":
+        if "edges" not in commands:
+            raise PlanError("the engine has no `edges` command (edge search) yet")
+        argv = engine("edges", trace, "--policy", policy, "--cap", cap, "--db", str(db), "--json")
+        return Plan([Step(argv, "", stores=False)])
+    raise PlanError(f"unknown job kind {kind!r}")
+
+
+def seed_specs(traces: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
+    """The jobs that seed an empty store: a quick grid of each trace (name -> source)."""
+    out = []
+    for name, source in traces.items():
+        start, stop, step = (0.3, 0.8, 0.02) if source == "shipped" else (0.2, 1.0, 0.1)
+        ratios = grid_ratios(start, stop, step)
+        spec = {
+            "kind": "grid",
+            "trace": name,
+            "policy": "DTR",
+            "cap": DEFAULT_CAP,
+            "grid": [start, stop, step],
+            "ratios": ratios,
+            "total": len(ratios),
+        }
+        out.append((spec, f"seed: grid {start:g}:{stop:g}:{step:g} ({len(ratios)} budgets), DTR"))
+    return out

@@ -1,0 +1,280 @@
+"""Trace page (/trace/<name>): the landscape of one trace under one policy, and launching.
+
+Views: a large zoomable outcome strip, pinned memory against depth, overhead against budget,
+the holes table. Launching queues a job (app/jobs.py) that the runner turns into engine
+subprocesses; the jobs panel and the views poll every two seconds, and the figures keep a
+fixed uirevision so the reader's zoom survives the updates.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import dash
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
+
+from app import data, ids
+from app.components.charts import DEPTH_COLUMNS, overhead_curve, pinned_vs_depth
+from app.components.jobs_panel import jobs_panel
+from app.components.launch_form import launch_form, policy_dropdown
+from app.components.not_found import not_found
+from app.components.strip import outcome_strip
+from app.components.summary import facts, facts_list, holes_table
+from app.landscape import coverage, holes
+from app.launch import LaunchError, validate
+from app.pages.home import DEFAULT_POLICY, run_href
+
+dash.register_page(
+    __name__, path_template="/trace/<name>", title="Trace - DTR landscape", name="Trace"
+)
+
+REFRESH_MS = 2000
+
+
+def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
+    """Every view of the trace under `policy`, built from one read of its runs."""
+    runs = data.runs(name, policy)
+    peak = data.peak(name, runs)
+    found = holes(runs)
+    pairs = facts(found, len(runs), coverage(data.walks(name, policy)), peak)
+    return {
+        "strip": outcome_strip(runs, height=260, uirevision=f"trace-{name}"),
+        "pinned": pinned_vs_depth(runs, depth_column, uirevision=f"pinned-{name}"),
+        "overhead": overhead_curve(runs, uirevision=f"overhead-{name}"),
+        "holes": (
+            holes_table(found, ids.TRACE_HOLES)
+            if found.regions
+            else html.P("No failure regions among the sampled budgets.")
+        ),
+        "summary": facts_list(pairs),
+    }
+
+
+def layout(name: str = "", policy: str | None = None, **_query: object) -> html.Div:
+    traces = data.known_traces()
+    if name not in traces:
+        return not_found(f"trace {name!r}", f"Known traces: {', '.join(traces) or 'none'}.")
+    policies = data.policies()
+    chosen = policy if policy in policies else DEFAULT_POLICY
+    depth_column = "depth_at_peak_pinned"
+    built = views(name, chosen, depth_column)
+    graph_config: Any = {"displaylogo": False, "scrollZoom": True}
+    return html.Div(
+        [
+            dcc.Store(id=ids.TRACE_NAME, data=name),
+            dcc.Location(id=ids.TRACE_LOCATION, refresh="callback-nav"),
+            html.H2([f"Trace {name} ", html.Small(f"({traces[name]})")]),
+            html.Div(
+                html.Label(
+                    [
+                        html.Span("Policy (views and launches)"),
+                        policy_dropdown(ids.TRACE_POLICY, policies, chosen),
+                    ]
+                ),
+                className="toolbar",
+            ),
+            html.Div(built["summary"], id=ids.TRACE_SUMMARY),
+            dcc.Graph(id=ids.TRACE_STRIP, figure=built["strip"], config=graph_config),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.RadioItems(
+                                id=ids.TRACE_DEPTH_MODE,
+                                options=[
+                                    {"label": v, "value": k} for k, v in DEPTH_COLUMNS.items()
+                                ],
+                                value=depth_column,
+                                inline=True,
+                            ),
+                            dcc.Graph(
+                                id=ids.TRACE_PINNED, figure=built["pinned"], config=graph_config
+                            ),
+                        ],
+                        className="half",
+                    ),
+                    html.Div(
+                        dcc.Graph(
+                            id=ids.TRACE_OVERHEAD, figure=built["overhead"], config=graph_config
+                        ),
+                        className="half",
+                    ),
+                ],
+                className="row",
+            ),
+            html.H3("Holes (sampled)"),
+            html.Div(built["holes"], id=f"{ids.TRACE_HOLES}-box"),
+            html.H3("Launch"),
+            launch_form(),
+            html.H3("Jobs"),
+            html.Div(id=ids.TRACE_CANCEL_MESSAGE, role="status", className="message"),
+            html.Div(jobs_view(name), id=ids.TRACE_JOBS),
+            dcc.Store(id=ids.TRACE_FINGERPRINT, data=data.fingerprint(name, chosen)),
+            dcc.Interval(id=ids.TRACE_INTERVAL, interval=REFRESH_MS),
+        ]
+    )
+
+
+def jobs_view(name: str) -> html.Div:
+    store = data.jobs()
+    return jobs_panel(
+        store.recent(name, limit=30),
+        now=time.time(),
+        runner_alive=store.runner_alive(),
+        cancel_type=ids.TRACE_JOB_CANCEL,
+    )
+
+
+@callback(
+    Output(ids.TRACE_STRIP, "figure"),
+    Output(ids.TRACE_PINNED, "figure"),
+    Output(ids.TRACE_OVERHEAD, "figure"),
+    Output(f"{ids.TRACE_HOLES}-box", "children"),
+    Output(ids.TRACE_SUMMARY, "children"),
+    Output(ids.TRACE_FINGERPRINT, "data"),
+    Input(ids.TRACE_INTERVAL, "n_intervals"),
+    Input(ids.TRACE_POLICY, "value"),
+    Input(ids.TRACE_DEPTH_MODE, "value"),
+    State(ids.TRACE_FINGERPRINT, "data"),
+    State(ids.TRACE_NAME, "data"),
+    prevent_initial_call=True,
+)
+def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple[Any, ...]:
+    current = data.fingerprint(name, policy)
+    if ctx.triggered_id == ids.TRACE_INTERVAL and current == seen:
+        raise PreventUpdate
+    built = views(name, policy, depth)
+    return (
+        built["strip"],
+        built["pinned"],
+        built["overhead"],
+        built["holes"],
+        built["summary"],
+        current,
+    )
+
+
+@callback(
+    Output(ids.TRACE_JOBS, "children"),
+    Input(ids.TRACE_INTERVAL, "n_intervals"),
+    Input(ids.TRACE_LAUNCH_MESSAGE, "children"),
+    Input(ids.TRACE_CANCEL_MESSAGE, "children"),
+    State(ids.TRACE_NAME, "data"),
+    prevent_initial_call=True,
+)
+def refresh_jobs(_ticks: Any, _launched: Any, _cancelled: Any, name: str) -> html.Div:
+    return jobs_view(name)
+
+
+@callback(
+    Output(ids.TRACE_LAUNCH_MESSAGE, "children"),
+    Input(ids.TRACE_LAUNCH, "n_clicks"),
+    State(ids.TRACE_MODE, "value"),
+    State(ids.TRACE_VALUE, "value"),
+    State(ids.TRACE_LIST, "value"),
+    State(ids.TRACE_FROM, "value"),
+    State(ids.TRACE_TO, "value"),
+    State(ids.TRACE_STEP, "value"),
+    State(ids.TRACE_POINTS, "value"),
+    State(ids.TRACE_CAP, "value"),
+    State(ids.TRACE_POLICY, "value"),
+    State(ids.TRACE_NAME, "data"),
+    prevent_initial_call=True,
+)
+def launch(clicks: int, mode: str, *values: Any) -> Any:
+    if not clicks:
+        raise PreventUpdate
+    value, listed, start, stop, step, points, cap, policy, name = values
+    form = {
+        "trace": name,
+        "mode": mode,
+        "value": value,
+        "list": listed,
+        "from": start,
+        "to": stop,
+        "step": step,
+        "points": points,
+        "cap": cap,
+        "policy": policy,
+    }
+    return submit(form)
+
+
+def submit(form: dict[str, Any]) -> html.Span:
+    """Validate and queue; the message says what happened (and nothing is queued on error)."""
+    from app.runner import ensure_runner
+
+    try:
+        spec, label = validate(
+            form,
+            traces=data.known_traces(),
+            policies=data.policies(),
+            peak=data.peak(str(form.get("trace"))),
+        )
+    except LaunchError as exc:
+        return html.Span(str(exc), className="error", role="alert")
+    job_id = data.jobs().submit(spec, label)
+    ensure_runner(data.store_path())
+    return html.Span(f"Queued job #{job_id}: {label}.", className="ok")
+
+
+@callback(
+    Output(ids.TRACE_CANCEL_MESSAGE, "children"),
+    Input({"type": ids.TRACE_JOB_CANCEL, "job": ALL}, "n_clicks"),
+    prevent_initial_call=True,
+)
+def cancel(_clicks: list[int | None]) -> Any:
+    trigger = ctx.triggered_id
+    if not isinstance(trigger, dict) or not (ctx.triggered and ctx.triggered[0]["value"]):
+        raise PreventUpdate
+    job_id = int(trigger["job"])
+    status = data.jobs().cancel(job_id)
+    if status == "cancelled":
+        return f"Job #{job_id} cancelled."
+    if status == "running":
+        return f"Cancelling job #{job_id}: stopping its process."
+    return f"Job #{job_id} is {status or 'unknown'}; nothing to cancel."
+
+
+@callback(
+    Output(ids.TRACE_LOCATION, "href"),
+    Input(ids.TRACE_STRIP, "clickData"),
+    Input(ids.TRACE_PINNED, "clickData"),
+    Input(ids.TRACE_OVERHEAD, "clickData"),
+    prevent_initial_call=True,
+)
+def open_run(*_clicks: Any) -> Any:
+    return run_href(ctx.triggered[0]["value"] if ctx.triggered else None)
+
+
+@callback(
+    Output(ids.TRACE_LOCATION, "href", allow_duplicate=True),
+    Input(ids.TRACE_HOLES, "active_cell"),
+    State(ids.TRACE_HOLES, "derived_viewport_data"),
+    prevent_initial_call=True,
+)
+def open_hole(cell: dict | None, rows: list[dict] | None) -> Any:
+    """A click in the holes table opens the region's first failing run."""
+    if not cell or not rows or cell.get("row", -1) >= len(rows):
+        raise PreventUpdate
+    return f"/run/{rows[cell['row']]['first_fail_id']}"
+
+
+@callback(
+    Output(ids.TRACE_FROM, "value"),
+    Output(ids.TRACE_TO, "value"),
+    Input(ids.TRACE_STRIP, "relayoutData"),
+    prevent_initial_call=True,
+)
+def range_from_zoom(relayout: dict | None) -> tuple[Any, Any]:
+    """Zooming the strip fills the range fields used by grid, refine, walk and edges."""
+    relayout = relayout or {}
+    if "xaxis.range[0]" in relayout:
+        lo, hi = relayout["xaxis.range[0]"], relayout["xaxis.range[1]"]
+    elif isinstance(relayout.get("xaxis.range"), list):
+        lo, hi = relayout["xaxis.range"]
+    else:
+        return no_update, no_update
+    return f"{max(lo, 0.0001):.4f}", f"{min(hi, 2.0):.4f}"

@@ -1,0 +1,139 @@
+"""The jobs table and the runner: real SQLite, a real runner process, real engine runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from app.jobs import Job, JobStore
+from app.launch import grid_ratios
+from app.runner import Runner, parse_progress
+from engine.store import Store
+from tests.helpers import REPO
+
+WAIT_S = 120  # an upper bound for polling, never an assertion about speed
+
+
+def wait_for(jobs: JobStore, job_id: int, predicate, what: str) -> Job:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        job = jobs.get(job_id)
+        if job is not None and predicate(job):
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} never {what}: {jobs.get(job_id)}")
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Iterator[Path]:
+    """A real runner process on a fresh store; yields the store's path."""
+    db = tmp_path / "landscape.duckdb"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.runner", "--db", str(db)],
+        cwd=REPO,
+        env={**os.environ, "DTR_LANDSCAPE_MAX_JOBS": "1"},
+    )
+    try:
+        yield db
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+def spec(**extra: object) -> dict:
+    return {"trace": "synthetic-mlp", "policy": "DTR", "cap": 60.0, "retain": "", **extra}
+
+
+def test_submit_cancel_queued_and_list(tmp_path: Path) -> None:
+    jobs = JobStore.beside(tmp_path / "landscape.duckdb")
+    first = jobs.submit(spec(kind="run", ratio=0.5, total=1), "one")
+    second = jobs.submit(spec(kind="run", ratio=0.6, total=1), "two")
+    assert [j.id for j in jobs.recent("synthetic-mlp")] == [second, first]
+    assert jobs.cancel(first) == "cancelled"
+    assert jobs.next_queued() is not None and jobs.next_queued().id == second  # type: ignore[union-attr]
+    assert jobs.cancel(999) is None
+    assert not jobs.runner_alive()
+
+
+def test_progress_lines() -> None:
+    assert parse_progress("[12/40] ratio 0.42 oom") == (12, 40, "ratio 0.42")
+    assert parse_progress("done 3 / 5 budget=123,456") == (3, 5, "budget 123,456")
+    assert parse_progress("starting") == (None, None, None)
+
+
+def test_runner_stores_a_run_and_its_event_log(runner: Path) -> None:
+    jobs = JobStore.beside(runner)
+    job_id = jobs.submit(spec(kind="run", ratio=0.45, total=1), "run at 0.45")
+    job = wait_for(jobs, job_id, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "done", job
+    assert (job.done, job.total, job.exit_code) == (1, 1, 0)
+    store = Store.open(runner)
+    (run_id,) = list(store.runs("synthetic-mlp")["run_id"])
+    record = store.run(run_id)
+    assert record is not None and record["source"] == "dashboard" and record["cap"] == 60.0
+    # the event log: the same point replayed with --events into events/<run_id>.parquet
+    events = jobs.submit(spec(kind="events", run_id=run_id, budget=record["budget"]), "events")
+    job = wait_for(jobs, events, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "done", job
+    log = pd.read_parquet(runner.parent / "events" / f"{run_id}.parquet")
+    assert (log["kind"] == "operator").sum() == record["operators"]
+    assert len(store.runs("synthetic-mlp")) == 1  # the replay added no second point
+
+
+def test_a_failing_engine_command_fails_the_job(runner: Path) -> None:
+    jobs = JobStore.beside(runner)
+    job_id = jobs.submit(spec(kind="run", budget=1000, retain="999999", total=1), "bad")
+    job = wait_for(jobs, job_id, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "failed" and job.exit_code == 2
+    assert job.error is not None and "--retain" in job.error
+
+
+def test_cancel_stops_the_subprocess(runner: Path) -> None:
+    jobs = JobStore.beside(runner)
+    ratios = grid_ratios(0.0004, 2.0, 0.0004)  # 5,000 budgets: runs long enough to cancel
+    job_id = jobs.submit(
+        spec(kind="grid", grid=[0.0004, 2.0, 0.0004], ratios=ratios, total=len(ratios)), "long"
+    )
+    queued = jobs.submit(spec(kind="run", ratio=0.5, total=1), "waits behind it (max 1 job)")
+    wait_for(jobs, job_id, lambda j: j.status == "running" and j.pid is not None, "ran")
+    assert jobs.cancel(job_id) == "running"
+    job = wait_for(jobs, job_id, lambda j: j.status == "cancelled", "was cancelled")
+    assert job.pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(job.pid, 0)
+    # the runner goes on with the next job
+    assert wait_for(jobs, queued, lambda j: j.status == "done", "ran").done == 1
+
+
+def test_runner_seeds_an_empty_store(tmp_path: Path) -> None:
+    db = tmp_path / "landscape.duckdb"
+    (tmp_path / "no-dtr").mkdir()
+    env = {
+        **os.environ,
+        "DTR_LANDSCAPE_DB": str(db),
+        "DTR_LANDSCAPE_TRACES": str(tmp_path / "no-dtr"),
+    }
+    process = subprocess.Popen([sys.executable, "-m", "app.runner", "--seed"], cwd=REPO, env=env)
+    try:
+        jobs = JobStore.beside(db)
+        deadline = time.monotonic() + WAIT_S
+        while not jobs.count() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (seed,) = jobs.recent()
+        assert seed.trace == "synthetic-mlp" and seed.label.startswith("seed")
+        job = wait_for(jobs, seed.id, lambda j: j.status not in ("queued", "running"), "ended")
+        assert job.status == "done", job
+        assert len(Store.open(db).runs("synthetic-mlp")) == seed.total == 26
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    # a second start on a seeded store queues nothing more
+    Runner(db).seed()
+    assert jobs.count() == 1

@@ -1,0 +1,118 @@
+"""The launch form's validation and the engine command lines a job becomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.launch import MAX_BUDGETS, LaunchError, grid_ratios, plan, validate
+
+TRACES = {"synthetic-mlp": "shipped"}
+POLICIES = ["DTR", "LRU", "NbhdPenalty"]
+
+
+def check(**form: object) -> tuple[dict, str]:
+    values = {"trace": "synthetic-mlp", "policy": "DTR", "cap": "60", **form}
+    return validate(values, traces=TRACES, policies=POLICIES, peak=1000)
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({"mode": "ratio", "value": "0"}, "in (0, 2]"),
+        ({"mode": "ratio", "value": "2.5"}, "in (0, 2]"),
+        ({"mode": "ratio", "value": "abc"}, "must be a number"),
+        ({"mode": "ratio", "value": ""}, "missing"),
+        ({"mode": "ratio", "value": "nan"}, "finite"),
+        ({"mode": "bytes", "value": "12.5"}, "whole number"),
+        ({"mode": "bytes", "value": "2001"}, "over 2 x the peak"),
+        ({"mode": "grid", "from": "0.3", "to": "0.8", "step": "0"}, "Step must be positive"),
+        ({"mode": "grid", "from": "0.3", "to": "0.8", "step": "-1"}, "Step must be positive"),
+        ({"mode": "grid", "from": "0.0001", "to": "2", "step": "0.0001"}, "at most 5,000"),
+        ({"mode": "grid", "from": "0.8", "to": "0.3", "step": "0.1"}, "must not be above"),
+        ({"mode": "list", "list": "0.4, x"}, "must be a number"),
+        ({"mode": "list", "list": ""}, "empty"),
+        ({"mode": "walk", "from": "0.3", "to": "3"}, "in (0, 2]"),
+        ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "Unknown trace"),
+        ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
+        ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),
+        ({"mode": "ratio", "value": "0.5", "cap": "one"}, "Cap must be a number"),
+        ({"mode": "ratio", "value": "0.5", "cap": "1"}, "greater than 1"),
+    ],
+)
+def test_bad_input_is_one_message(form: dict, message: str) -> None:
+    with pytest.raises(LaunchError) as caught:
+        check(**form)
+    assert message in str(caught.value)
+
+
+def test_good_input_becomes_specs() -> None:
+    spec, label = check(mode="ratio", value="0.45")
+    assert spec == {
+        "kind": "run",
+        "trace": "synthetic-mlp",
+        "policy": "DTR",
+        "cap": 60.0,
+        "ratio": 0.45,
+        "total": 1,
+        "retain": "",
+    }
+    assert "0.45" in label
+    spec, _ = check(mode="bytes", value="1_000")
+    assert spec["budget"] == 1000
+    spec, _ = check(mode="grid", **{"from": "0.3", "to": "0.8", "step": "0.02"})
+    assert spec["total"] == 26 and spec["ratios"][-1] == 0.8
+    spec, _ = check(mode="list", list="0.5, 0.4; 0.5")
+    assert spec["ratios"] == [0.4, 0.5]
+    spec, _ = check(mode="refine", points="5", **{"from": "0.4", "to": "0.44"})
+    assert spec["ratios"] == [0.4, 0.41, 0.42, 0.43, 0.44]
+    spec, _ = check(mode="ratio", value="0.5", policy="NbhdPenalty")
+    assert spec["policy"] == "NbhdPenalty@b=0.25"  # canonical spelling
+
+
+def test_grid_limit_is_inclusive() -> None:
+    assert len(grid_ratios(0.0004, 2.0, 0.0004)) == MAX_BUDGETS
+
+
+def test_plans_use_sweep_when_the_engine_has_it(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    spec, _ = check(mode="grid", **{"from": "0.3", "to": "0.4", "step": "0.05"})
+    with_sweep = plan(spec, db=db, commands={"run", "sweep"})
+    (step,) = with_sweep.steps
+    assert step.argv[3:5] == ["sweep", "synthetic-mlp"] and "--grid" in step.argv
+    assert step.argv[step.argv.index("--db") + 1] == str(db) and not step.stores
+    without = plan(spec, db=db, commands={"run"})
+    assert [s.argv[3] for s in without.steps] == ["run"] * 3 and all(
+        s.stores for s in without.steps
+    )
+    walk, _ = check(mode="walk", **{"from": "0.3", "to": "0.4"})
+    assert plan(walk, db=db, commands={"landscape"}).steps[0].argv[3] == "landscape"
+    events = plan(
+        {**check(mode="bytes", value="500")[0], "kind": "events", "run_id": "abc"},
+        db=db,
+        commands={"run"},
+    )
+    assert events.events_path == str(tmp_path / "events" / "abc.parquet")
+    assert events.steps[0].argv[-2:] == ["--events", events.events_path]
+
+
+def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
+    """The command lines we build are accepted by the engine's own parser (no run)."""
+    from engine.cli import build_parser
+
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    db = tmp_path / "s.duckdb"
+    forms = [
+        {"mode": "walk", "from": "0.3", "to": "0.4"},
+        {"mode": "edges"},
+        {"mode": "grid", "from": "0.3", "to": "0.4", "step": "0.05"},
+        {"mode": "list", "list": "0.3,0.4"},
+        {"mode": "ratio", "value": "0.5"},
+    ]
+    for form in forms:
+        spec, _ = check(**form)
+        for step in plan(spec, db=db, commands=commands).steps:
+            args = parser.parse_args(step.argv[3:])
+            assert args.command == step.argv[3]
