@@ -22,6 +22,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from engine.arguments import byte_count, positive_float
 from engine.catalog import TraceNotFound
 from engine.policies import POLICIES, PolicyError
 from engine.trace import TraceError
@@ -38,28 +39,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _bytes(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of bytes, got {text!r}"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number of bytes, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Feasibility landscapes of DTR (exact simrd replay).")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -71,13 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="replay one trace under one budget; prints a JSON record")
     run.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
     budget = run.add_mutually_exclusive_group(required=True)
-    budget.add_argument("--ratio", type=_positive_float, help="budget = floor(ratio * peak)")
-    budget.add_argument("--budget", type=_bytes, help="budget in bytes")
+    budget.add_argument("--ratio", type=positive_float, help="budget = floor(ratio * peak)")
+    budget.add_argument("--budget", type=byte_count, help="budget in bytes")
     run.add_argument(
         "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
     )
-    run.add_argument("--cap", type=_positive_float, default=60, help="thrash cap x model compute")
-    run.add_argument("--time-limit", type=_positive_float, metavar="SECONDS")
+    run.add_argument("--cap", type=positive_float, default=60, help="thrash cap x model compute")
+    run.add_argument("--time-limit", type=positive_float, metavar="SECONDS")
     run.add_argument(
         "--retain", default="", metavar="IDS", help="storage ids never evicted: 3131,932"
     )

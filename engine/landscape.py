@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.cli import _bytes, _positive_float
+from engine import arguments
 from engine.holes import (
     SAME_SETTINGS,
     Interval,
@@ -52,31 +52,14 @@ def policy_certified(policy: type[Policy] | Policy) -> bool:
     return not policy.reads_budget or policy.records_budget_reads
 
 
-def _ratio(text: str) -> float:
-    value = _positive_float(text)
-    if value > 2:
-        raise argparse.ArgumentTypeError(f"expected a ratio in (0, 2], got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {text!r}")
-    return value
-
-
 def register(sub: Any) -> dict[str, Handler]:
     walk = sub.add_parser("landscape", help="walk a budget range execution by execution")
     walk.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
-    walk.add_argument("--from", dest="from_ratio", type=_ratio, metavar="R")
-    walk.add_argument("--to", dest="to_ratio", type=_ratio, metavar="R")
-    walk.add_argument("--from-budget", type=_bytes, metavar="BYTES")
-    walk.add_argument("--to-budget", type=_bytes, metavar="BYTES")
-    walk.add_argument("--max-runs", type=_count, metavar="N", help="stop after N new runs")
+    walk.add_argument("--from", dest="from_ratio", type=arguments.ratio, metavar="R")
+    walk.add_argument("--to", dest="to_ratio", type=arguments.ratio, metavar="R")
+    walk.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
+    walk.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
+    walk.add_argument("--max-runs", type=arguments.count, metavar="N", help="stop after N new runs")
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
     holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
@@ -85,7 +68,7 @@ def register(sub: Any) -> dict[str, Handler]:
         parser.add_argument(
             "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
         )
-        parser.add_argument("--cap", type=_positive_float, default=DEFAULT_CAP)
+        parser.add_argument("--cap", type=arguments.positive_float, default=DEFAULT_CAP)
         parser.add_argument("--db", metavar="PATH", help="the DuckDB store")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
     for parser in (walk, edges):  # holes only reads the store

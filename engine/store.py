@@ -382,7 +382,19 @@ class Store:
                     tmp.unlink()
             for part in parts:
                 part.unlink(missing_ok=True)
+            self._remove_abandoned_temporaries()
             return len(parts)
+
+    def _remove_abandoned_temporaries(self, older_than_s: float = 600) -> None:
+        """A writer killed mid-publish leaves `.NAME.parquet.tmp`; readers never look at it.
+        One untouched for ten minutes belongs to no live writer (a write takes milliseconds)."""
+        if not self.parts_dir.exists():
+            return
+        cutoff = time.time() - older_than_s
+        for tmp in self.parts_dir.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if tmp.stat().st_mtime < cutoff:
+                    tmp.unlink()
 
     def _build_snapshot(self, tmp: Path, parts: list[Path], old_version: int | None) -> None:
         con = duckdb.connect(str(tmp))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import arguments
 from engine.catalog import TraceNotFound, resolve
 from engine.distributed import Executor, Finished, RunTask, open_executor
 from engine.policies import POLICIES
@@ -204,31 +205,11 @@ def run_sweep(
 # -- command line --------------------------------------------------------------------------
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
-
-
 def _seed(text: str) -> int:
     try:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
 
 
 def register(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -241,7 +222,7 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     where.add_argument("--ratios", metavar="A,B,C", help="these budget ratios")
     sweep.add_argument(
         "--interior",
-        type=_count,
+        type=arguments.count,
         default=0,
         metavar="N",
         help="N seeded random ratios inside every grid interval",
@@ -249,18 +230,22 @@ def register(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     sweep.add_argument("--seed", type=_seed, help="seed of --interior (default 0)")
     sweep.add_argument(
         "--refine",
-        type=_number,
+        type=arguments.positive_float,
         metavar="STEP",
         help="then a STEP grid inside intervals whose outcomes differ",
     )
-    sweep.add_argument("--repeats", type=_count, default=1, metavar="K")
-    sweep.add_argument("--cap", type=_number, default=DEFAULT_CAP, help="thrash cap")
-    sweep.add_argument("--time-limit", type=_number, metavar="SECONDS", help="per run")
+    sweep.add_argument("--repeats", type=arguments.count, default=1, metavar="K")
+    sweep.add_argument(
+        "--cap", type=arguments.positive_float, default=DEFAULT_CAP, help="thrash cap"
+    )
+    sweep.add_argument(
+        "--time-limit", type=arguments.positive_float, metavar="SECONDS", help="per run"
+    )
     sweep.add_argument(
         "--retry-timeouts", action="store_true", help="run again the points stored only as timeouts"
     )
     run_on = sweep.add_mutually_exclusive_group()
-    run_on.add_argument("--workers", type=_count, default=1, help="local processes")
+    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
     run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
     sweep.add_argument("--db", metavar="PATH", help="the store (default data/landscape.duckdb)")
     sweep.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")

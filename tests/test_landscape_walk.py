@@ -162,7 +162,7 @@ def test_every_policy_certifies_and_an_unrecorded_budget_read_does_not(
         (["--from", "0.1", "--to-budget", "100"], "give either --from R --to R or"),
         ([], "give either --from R --to R or"),
         (["--from", "0.3", "--to", "0.4", "--policy", "Nope"], "unknown policy 'Nope'"),
-        (["--from", "0.3", "--to", "0.4", "--max-runs", "0"], "expected at least 1"),
+        (["--from", "0.3", "--to", "0.4", "--max-runs", "0"], "of at least 1"),
     ],
 )
 def test_bad_input_is_one_line(

@@ -116,3 +116,17 @@ def test_newest_part_wins_before_and_after_compaction(tmp_path: Path) -> None:
     store.compact()
     store.add_walk(walk_id="w1", kind="landscape", trace="t", reached=40, complete=True)
     assert store.query("SELECT reached FROM walks")["reached"].tolist() == [40]
+
+
+def test_compaction_removes_only_abandoned_temporaries(tmp_path: Path) -> None:
+    import os
+
+    store = Store.open(tmp_path / "landscape.duckdb")
+    old = store.parts_dir / ".runs-1.parquet.tmp"
+    fresh = store.parts_dir / ".runs-2.parquet.tmp"
+    old.write_bytes(b"half a part")
+    fresh.write_bytes(b"being written")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    store.add_runs(_records(1), source="engine")
+    store.compact()
+    assert not old.exists() and fresh.exists()

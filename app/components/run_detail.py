@@ -9,6 +9,7 @@ from dash import dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from app.components.outcomes import COLORS, fmt_bytes, fmt_ratio
+from engine.events import COLUMNS
 from engine.record import RUN_FIELDS
 
 BYTE_FIELDS = {"budget", "peak", "max_memory", "peak_pinned", "request", "pinned", "over_by"}
@@ -31,17 +32,7 @@ STORE_FIELDS = (
     "ended_at",
     "events_path",
 )
-EVENT_COLUMNS = (
-    "kind",
-    "seq",
-    "operator",
-    "depth",
-    "storage",
-    "size",
-    "score",
-    "pool_size",
-    "pinned",
-)
+EVENT_COLUMNS = tuple(c for c in COLUMNS if c not in ("max_pinned", "max_depth"))
 
 
 def _value(name: str, value: Any) -> str:
