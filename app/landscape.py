@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-FAILING = ("oom", "thrashed")
+from engine.holes import FAILING, UNRESOLVED, count_holes
+from engine.holes import Sample as HoleSample
 
 
 def with_x(frame: pd.DataFrame) -> pd.DataFrame:
@@ -95,61 +96,65 @@ def _exact_width(ok_below: Any, fails: list[Any], ok_above: Any) -> int | None:
 
 
 def holes(frame: pd.DataFrame) -> Holes:
-    """Sampled holes of one trace under one policy (DOMAIN.md's definitions)."""
+    """Sampled holes of one trace under one policy. The counting is engine/holes.py's (one
+    definition for the CLI and the dashboard); here samples are ordered by budget (runs of
+    one trace share its peak), and each region keeps its runs so the table can open them."""
     runs = sampled(frame)
     if runs.empty:
         return Holes(samples=0, timeouts=0, first_success=None, failing_above_first_success=0)
-    timeouts = int((runs["status"] == "timeout").sum())
-    resolved = [row for _, row in runs[runs["status"] != "timeout"].iterrows()]
+    rows = runs.to_dict("records")
+    by_budget = {int(row["budget"]): row for row in rows}
+    counted = count_holes(
+        HoleSample(ratio=float(row["budget"]), budget=int(row["budget"]), status=str(row["status"]))
+        for row in rows
+    )
+
+    def sample(point: dict[str, Any] | None) -> Sample | None:
+        return _sample(by_budget[int(point["budget"])]) if point else None
+
+    regions = []
+    for region in counted["regions"]:
+        budgets = region["budgets"]
+        ok_below, ok_above = (
+            by_budget[budgets["last_ok_below"]],
+            by_budget[budgets["first_ok_above"]],
+        )
+        streak = [
+            row
+            for row in rows
+            if budgets["first_fail"] <= row["budget"] <= budgets["last_fail"]
+            and row["status"] in FAILING
+        ]
+        regions.append(
+            Region(
+                _sample(ok_below),
+                _sample(by_budget[budgets["first_fail"]]),
+                _sample(by_budget[budgets["last_fail"]]),
+                _sample(ok_above),
+                len(streak),
+                _exact_width(ok_below, streak, ok_above),
+            )
+        )
+    resolved = [row for row in rows if row["status"] not in UNRESOLVED]
+    first = sample(counted["first_success"])
+    low_fail = [
+        r for r in resolved if first and r["budget"] < first.budget and r["status"] in FAILING
+    ]
     ok_rows = [r for r in resolved if r["status"] == "ok"]
-    first = _sample(ok_rows[0]) if ok_rows else None
-    failing_above = 0
-    regions: list[Region] = []
-    if first is not None:
-        above = [r for r in resolved if r["budget"] > first.budget]
-        failing_above = sum(1 for r in above if r["status"] in FAILING)
-        streak: list[Any] = []
-        previous_ok: Any = None
-        for row in resolved:
-            if row["budget"] < first.budget:
-                continue
-            if row["status"] == "ok":
-                if streak and previous_ok is not None:
-                    regions.append(
-                        Region(
-                            _sample(previous_ok),
-                            _sample(streak[0]),
-                            _sample(streak[-1]),
-                            _sample(row),
-                            len(streak),
-                            _exact_width(previous_ok, streak, row),
-                        )
-                    )
-                streak, previous_ok = [], row
-            elif row["status"] in FAILING:
-                streak.append(row)
-    low_fail = [r for r in resolved if first and r["budget"] < first.budget]
-    low_edge = (_sample(low_fail[-1]) if low_fail else None, first)
     last_ok = ok_rows[-1] if ok_rows else None
     high_fail = [r for r in resolved if last_ok is not None and r["budget"] > last_ok["budget"]]
-    high_edge = (
-        _sample(last_ok) if last_ok is not None else None,
-        _sample(high_fail[0]) if high_fail else None,
-    )
-    stable = None
-    for row in reversed(resolved):
-        if row["status"] != "ok":
-            break
-        stable = row
     return Holes(
-        samples=len(runs),
-        timeouts=timeouts,
+        samples=len(rows),
+        timeouts=int(counted["timeouts_set_aside"]),
         first_success=first,
-        failing_above_first_success=failing_above,
+        failing_above_first_success=len(counted["failing_above"]),
         regions=regions,
-        low_edge=low_edge,
-        high_edge=high_edge,
-        stable_from=_sample(stable) if stable is not None else None,
+        low_edge=(_sample(low_fail[-1]) if low_fail else None, first),
+        high_edge=(
+            _sample(last_ok) if last_ok is not None else None,
+            _sample(high_fail[0]) if high_fail else None,
+        ),
+        stable_from=sample(counted["stable_from"]),
     )
 
 

@@ -143,4 +143,10 @@ def main(args: argparse.Namespace) -> int:
                 print(line)
         except TraceNotFound:
             print("exact walk over resnet32 0.095-0.110: needs the DTR traces")
+    if args.dashboard:
+        from app.browser_bench import bench_dashboard
+
+        print()
+        for line in bench_dashboard():
+            print(line)
     return 0 if all_exact else 1

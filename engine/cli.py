@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="skip sweep throughput (1 and 2 workers) and the resnet32 exact walk",
     )
+    bench.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="also time the dashboard in Chromium (overview with 10,000 runs, a run detail)",
+    )
 
     serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")
     serve.add_argument("--host", default="127.0.0.1")

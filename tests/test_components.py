@@ -170,3 +170,20 @@ def test_jobs_panel_offers_cancel_only_for_active_jobs() -> None:
 def test_jobs_panel_says_when_no_runner_is_there() -> None:
     panel = jobs_panel([_job(1, "queued")], now=0.0, runner_alive=False, cancel_type="x")
     assert "No job runner" in str(panel)
+
+
+def test_large_strip_uses_webgl_and_one_band_per_execution() -> None:
+    from app.components.strip import WEBGL_ABOVE
+
+    n = WEBGL_ABOVE + 10
+    runs = frame(
+        [(100 + i % 20, "ok" if i % 2 else "oom") for i in range(n)],
+        run_id=[f"r{i}" for i in range(n)],
+        same_lo=[100 + i % 20 for i in range(n)],
+        same_hi=[100 + i % 20 for i in range(n)],
+    )
+    fig = outcome_strip(runs)
+    kinds = {t.type for t in fig.data if not t.name.startswith(BAND_PREFIX)}
+    assert kinds == {"scattergl"}
+    assert sum(len(t.customdata) for t in fig.data if t.type == "scattergl") == n
+    assert sum(len(t.x) for t in fig.data if t.type == "bar") == 20  # distinct intervals

@@ -45,25 +45,25 @@ def pinned_vs_depth(
     for status in OUTCOMES:
         part = frame[frame["status"] == status] if not frame.empty else frame
         part = part[part[depth_column].notna() & part["peak_pinned"].notna()] if len(part) else part
-        rows = list(part.iterrows())
+        rows = part.to_dict("records")
         fig.add_trace(
             go.Scatter(
                 name=status,
-                x=[r[depth_column] for _, r in rows],
-                y=[r["peak_pinned"] for _, r in rows],
+                x=[r[depth_column] for r in rows],
+                y=[r["peak_pinned"] for r in rows],
                 mode="markers",
                 marker={
                     "color": COLORS[status],
-                    "symbol": [symbol(status, is_imported(r.get("source"))) for _, r in rows],
+                    "symbol": [symbol(status, is_imported(r.get("source"))) for r in rows],
                     "size": 9,
                     "line": {"width": 1.5, "color": COLORS[status]},
                 },
-                customdata=[r["run_id"] for _, r in rows],
+                customdata=[r["run_id"] for r in rows],
                 text=[
                     f"<b>{status}</b> budget {fmt_bytes(r['budget'])} ({fmt_ratio(r['x'])} x peak)"
                     f"<br>peak pinned {fmt_bytes(r['peak_pinned'])}"
                     f"<br>{DEPTH_COLUMNS[depth_column]} {int(r[depth_column])}"
-                    for _, r in rows
+                    for r in rows
                 ],
                 hovertemplate="%{text}<extra></extra>",
             )
@@ -85,24 +85,24 @@ def overhead_curve(
     fig = go.Figure()
     ok = frame[(frame["status"] == "ok") & frame["overhead"].notna()] if not frame.empty else frame
     ok = ok.sort_values("budget") if not ok.empty else ok
-    rows = list(ok.iterrows())
+    rows = ok.to_dict("records")
     fig.add_trace(
         go.Scatter(
             name="ok",
-            x=[r["x"] for _, r in rows],
-            y=[r["overhead"] for _, r in rows],
+            x=[r["x"] for r in rows],
+            y=[r["overhead"] for r in rows],
             mode="lines+markers",
             line={"color": COLORS["ok"], "width": 1.5},
             marker={
                 "color": COLORS["ok"],
-                "symbol": [symbol("ok", is_imported(r.get("source"))) for _, r in rows],
+                "symbol": [symbol("ok", is_imported(r.get("source"))) for r in rows],
                 "size": 8,
             },
-            customdata=[r["run_id"] for _, r in rows],
+            customdata=[r["run_id"] for r in rows],
             text=[
                 f"overhead {r['overhead']:.4f}x<br>budget {fmt_bytes(r['budget'])} "
                 f"({fmt_ratio(r['x'])} x peak)"
-                for _, r in rows
+                for r in rows
             ],
             hovertemplate="%{text}<extra></extra>",
         )

@@ -14,9 +14,10 @@ from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symb
 from app.landscape import is_imported
 
 BAND_PREFIX = "interval "
+WEBGL_ABOVE = 2000  # points in one strip
 
 
-def _hover(row: pd.Series) -> str:
+def _hover(row: dict) -> str:
     lines = [
         f"<b>{row['status']}</b> at {fmt_ratio(row['x'])} x peak",
         f"budget {fmt_bytes(row['budget'])}",
@@ -30,10 +31,22 @@ def _hover(row: pd.Series) -> str:
     return "<br>".join(lines)
 
 
+HOVER_COLUMNS = ("status", "x", "budget", "overhead", "same_lo", "same_hi", "source")
+
+
+def _hovers(part: pd.DataFrame) -> list[str]:
+    if part.empty:
+        return []
+    columns = [c for c in HOVER_COLUMNS if c in part]
+    return [_hover(row) for row in part[columns].to_dict("records")]
+
+
 def _bands(frame: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
     known = frame[frame["same_lo"].notna() & frame["peak"].notna()] if "same_lo" in frame else None
     if known is None or known.empty:
         return None
+    # Runs of one execution share their interval: one band each (the browser draws fewer).
+    known = known.drop_duplicates(["same_lo", "same_hi"])
     peak = known["peak"].astype(float)
     lo = known["same_lo"].astype(float) / peak
     hi = known["same_hi"].astype(float).div(peak).fillna(x_end)
@@ -48,12 +61,12 @@ def _bands(frame: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
         name=BAND_PREFIX + status,
         orientation="h",
         y=[0] * len(known),
-        base=list(lo),
-        x=list(widths),
+        base=lo.tolist(),
+        x=widths.tolist(),
         width=0.5,
         marker={"color": COLORS[status], "line": {"width": 0}},
         opacity=0.25,
-        customdata=list(known["run_id"]),
+        customdata=known["run_id"].to_numpy(),
         text=texts,
         textposition="none",
         hovertemplate="%{text}<extra></extra>",
@@ -80,13 +93,15 @@ def outcome_strip(
         band = _bands(part, status, x_end) if not part.empty else None
         if band is not None:
             fig.add_trace(band)
+    # Thousands of SVG markers are slow to draw: WebGL above that (a page holds ~8 contexts).
+    scatter = go.Scattergl if len(data) > WEBGL_ABOVE else go.Scatter
     for status in OUTCOMES:
         part = data[data["status"] == status] if not data.empty else data
         imported = [is_imported(s) for s in part["source"]] if not part.empty else []
         fig.add_trace(
-            go.Scatter(
+            scatter(
                 name=status,
-                x=list(part["x"]) if not part.empty else [],
+                x=part["x"].tolist() if not part.empty else [],
                 y=[0] * len(part),
                 mode="markers",
                 marker={
@@ -95,8 +110,8 @@ def outcome_strip(
                     "size": 11,
                     "line": {"width": 1.5, "color": COLORS[status]},
                 },
-                customdata=list(part["run_id"]) if not part.empty else [],
-                text=[_hover(row) for _, row in part.iterrows()] if not part.empty else [],
+                customdata=part["run_id"].to_numpy() if not part.empty else [],
+                text=_hovers(part),
                 hovertemplate="%{text}<extra></extra>",
                 legendgroup=status,
             )
