@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 TRACE = "synthetic-mlp"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -66,7 +66,7 @@ def bench_dashboard(runs: int = 10_000) -> list[str]:
         db = folder / "landscape.duckdb"
         run_id = _seed(db, runs)
         (folder / "no-dtr-traces").mkdir()
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "DTR_LANDSCAPE_DB": str(db),

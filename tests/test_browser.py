@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
 from app.jobs import JobStore
 from engine.simulate import run_point
 from engine.store import Store
@@ -28,16 +28,6 @@ from tests.helpers import REPO
 playwright = pytest.importorskip("playwright.sync_api")
 expect = playwright.expect
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = REPO / "tests" / "artifacts"
 VIEWPORT = {"width": 1440, "height": 900}
 WAIT_MS = 60_000  # upper bound for a state to appear, never an assertion about speed
@@ -46,12 +36,6 @@ IMPORTED_TRACE = "imported-mlp"
 
 expect.set_options(timeout=WAIT_MS)
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _seed(db: Path) -> None:
@@ -71,7 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = folder / "landscape.duckdb"
     _seed(db)
     (folder / "no-dtr-traces").mkdir()
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DTR_LANDSCAPE_DB": str(db),
