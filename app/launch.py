@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MAX_BUDGETS = 5000
-MAX_RATIO = 2.0
+from engine.sampling import MAX_BUDGETS, MAX_RATIO  # the same limits as `dtr-landscape sweep`
+
 DEFAULT_CAP = 60.0
 DEFAULT_REFINE_POINTS = 20
 # Modes of the launch form: value -> label.
