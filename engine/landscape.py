@@ -41,6 +41,7 @@ from engine.simulate import DEFAULT_CAP, baseline, budget_for, load, run_point
 if TYPE_CHECKING:
     from engine.catalog import TraceRef
     from engine.store import Store
+    from engine.trace import Program
 
 Handler = Callable[[argparse.Namespace], int]
 FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of at most these
@@ -142,6 +143,24 @@ def _walk_row(**row: Any) -> dict[str, Any]:
 
 
 # -- landscape -----------------------------------------------------------------------------
+def _stored(
+    store: Store,
+    trace: str | TraceRef,
+    policy: str,
+    cap: float,
+    traces: str | os.PathLike[str] | None,
+) -> tuple[Policy, TraceRef, Program, list[Interval], int]:
+    """The policy, the trace, and its stored distinct intervals under that policy and cap
+    (with how many overlapping ones were dropped): where walks and edge searches start."""
+    the_policy = make_policy(policy)
+    ref, program = load(trace, traces)
+    assert program.sha256
+    known, conflicts = distinct_intervals(
+        stored_intervals(store, program.sha256, the_policy.spec, cap)
+    )
+    return the_policy, ref, program, known, conflicts
+
+
 def walk_landscape(
     store: Store,
     trace: str | TraceRef,
@@ -158,11 +177,8 @@ def walk_landscape(
     interval covers the next budget are reused; `max_runs` bounds the new runs."""
     if not 0 <= start < end:
         raise ValueError(f"the range must go upward: from {start} to {end}")
-    the_policy = make_policy(policy)
+    the_policy, ref, program, known, _ = _stored(store, trace, policy, cap, traces)
     spec = the_policy.spec
-    ref, program = load(trace, traces)
-    assert program.sha256
-    known, _ = distinct_intervals(stored_intervals(store, program.sha256, spec, cap))
     walk_id = uuid.uuid4().hex
     row = _walk_row(
         walk_id=walk_id,
@@ -190,8 +206,7 @@ def walk_landscape(
             steps.append({**interval.as_dict(), "reused": reused})
             budget = None if interval.hi is None else interval.hi + 1
     except BaseException:
-        # interrupted: what was run is kept, and the walk says how far it certainly got (the
-        # walks row is written once, at the end, since parts are not ordered among themselves)
+        # interrupted: what was run is kept, and the walk says how far it certainly got
         writer.flush()
         last = steps[-1]["hi"] if steps and certified else None
         reached = None if last is None else min(last, end)
@@ -289,10 +304,8 @@ def find_exact_edges(
     cap: float = DEFAULT_CAP,
     traces: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    spec = make_policy(policy).spec
-    ref, program = load(trace, traces)
-    assert program.sha256
-    known, conflicts = distinct_intervals(stored_intervals(store, program.sha256, spec, cap))
+    the_policy, ref, program, known, conflicts = _stored(store, trace, policy, cap, traces)
+    spec = the_policy.spec
     if not known:
         raise ValueError(f"no stored runs of {ref.name} with policy {spec}, cap {cap:g}")
     walk_id = uuid.uuid4().hex

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright import sync_api as playwright
 
 from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
 from app.jobs import JobStore
@@ -25,7 +26,6 @@ from engine.simulate import run_point
 from engine.store import Store
 from tests.helpers import REPO
 
-playwright = pytest.importorskip("playwright.sync_api")
 expect = playwright.expect
 
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -35,7 +35,6 @@ TRACE = "synthetic-mlp"
 IMPORTED_TRACE = "imported-mlp"
 
 expect.set_options(timeout=WAIT_MS)
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/chromium")
 
 
 def _seed(db: Path) -> None:
