@@ -1,4 +1,4 @@
-"""The dashboard's render times, measured in the browser (`dtr-landscape bench --dashboard`).
+"""The dashboard's render times, measured in the browser (`dtr-landscape bench-dashboard`).
 
 A temporary store is filled with 10,000 runs; a real `dtr-landscape serve` (gunicorn and the
 job runner) serves it; Debian's Chromium, driven by Playwright, opens the overview and a run
@@ -41,8 +41,8 @@ def free_port() -> int:
 
 def _seed(db: Path, runs: int) -> str:
     """`runs` stored runs of the shipped trace over a fine grid of budgets; returns one id."""
-    from engine.simulate import run_point
-    from engine.store import Store
+    from engine.landscape.store import Store
+    from engine.sim.simulate import run_point
 
     store = Store.open(db)
     base = [run_point(TRACE, ratio=round(0.30 + 0.01 * i, 2)) for i in range(50)]
@@ -73,7 +73,7 @@ def bench_dashboard(runs: int = 10_000) -> list[str]:
             "DTR_LANDSCAPE_TRACES": str(folder / "no-dtr-traces"),
         }
         server = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "engine.cli.main", "serve", "--port", str(port)],
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -16,7 +16,7 @@ import pandas as pd
 
 from app.jobs import JobStore
 from app.landscape import with_x
-from engine.store import Store, StoreError, default_path
+from engine.landscape.store import Store, StoreError, default_path
 
 EVENTS_DIR = "events"
 
@@ -40,7 +40,7 @@ def events_path_for(run_id: str) -> Path:
 
 def catalog() -> dict[str, str]:
     """Trace name -> source ("dtr", "shipped") of every trace the engine can run."""
-    from engine.catalog import TraceNotFound, available
+    from engine.sim.catalog import TraceNotFound, available
 
     try:
         refs = available()
@@ -64,7 +64,7 @@ def stored_traces() -> list[str]:
 
 def policies() -> list[str]:
     """Every policy the engine knows, then policy specs the store holds (with parameters)."""
-    from engine.policies import POLICIES
+    from engine.sim.policies import POLICIES
 
     names = list(POLICIES)
     frame = _query("SELECT DISTINCT policy FROM runs WHERE policy IS NOT NULL ORDER BY policy")

@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from engine.holes import FAILING, UNRESOLVED, count_holes
-from engine.holes import Sample as HoleSample
+from engine.landscape.holes import FAILING, UNRESOLVED, count_holes
+from engine.landscape.holes import Sample as HoleSample
 
 
 def with_x(frame: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.sampling import MAX_BUDGETS, MAX_RATIO  # the same limits as `dtr-landscape sweep`
+from engine.landscape.sampling import (  # the same limits as `dtr-landscape sweep`
+    MAX_BUDGETS,
+    MAX_RATIO,
+)
 
 DEFAULT_CAP = 60.0
 DEFAULT_REFINE_POINTS = 20
@@ -100,7 +103,7 @@ def _range(form: Mapping[str, Any]) -> tuple[float, float]:
 
 
 def _policy(text: Any, policies: Collection[str]) -> str:
-    from engine.policies import PolicyError, make_policy  # pure: names and parameters
+    from engine.sim.policies import PolicyError, make_policy  # pure: names and parameters
 
     name = str(text or "").strip()
     if not name:
@@ -197,7 +200,7 @@ class Plan:
 
 
 def engine(*args: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", *args]
+    return [sys.executable, "-m", "engine.cli.main", *args]
 
 
 def _run_argv(spec: Mapping[str, Any], *, ratio: float | None = None) -> list[str]:

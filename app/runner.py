@@ -109,8 +109,8 @@ class Runner:
 
     def seed(self) -> None:
         """An empty store and no jobs ever: queue a quick grid of every trace."""
-        from engine.catalog import TraceNotFound, available
-        from engine.store import Store
+        from engine.landscape.store import Store
+        from engine.sim.catalog import TraceNotFound, available
 
         if self.jobs.count() or Store.open(self.db).stats()["runs"]:
             return
@@ -248,7 +248,7 @@ class Runner:
         self._maybe_compact()
 
     def _maybe_compact(self) -> None:
-        from engine.store import Store, StoreError
+        from engine.landscape.store import Store, StoreError
 
         store = Store.open(self.db)
         if len(list(store.parts_dir.glob("*.parquet"))) < COMPACT_AFTER_PARTS:
@@ -259,7 +259,7 @@ class Runner:
             print(f"app.runner: compaction failed: {exc}", file=sys.stderr)
 
     def _store_record(self, active: Active) -> None:
-        from engine.store import Store
+        from engine.landscape.store import Store
 
         lines = [x for x in active.out_path.read_text(encoding="utf-8").splitlines() if x.strip()]
         record = json.loads(lines[-1])
@@ -282,7 +282,7 @@ def _is_engine_process(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"engine.cli" in cmdline
+    return b"engine.cli.main" in cmdline
 
 
 def lock_path(db: Path) -> Path:
@@ -290,7 +290,7 @@ def lock_path(db: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.store import default_path
+    from engine.landscape.store import default_path
 
     parser = argparse.ArgumentParser(prog="python -m app.runner")
     parser.add_argument("--db", help="the DuckDB store (default: DTR_LANDSCAPE_DB)")

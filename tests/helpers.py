@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Run `dtr-landscape ARGS` as a real process (python -m engine.cli)."""
+    """Run `dtr-landscape ARGS` as a real process (python -m engine.cli.main)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args],
+        [sys.executable, "-m", "engine.cli.main", *args],
         cwd=REPO,
         env=full_env,
         capture_output=True,

@@ -81,8 +81,8 @@ def test_agrees_with_the_engines_holes_command(tmp_path) -> None:  # type: ignor
     import json
 
     from app.landscape import with_x
-    from engine.simulate import run_point
-    from engine.store import Store
+    from engine.landscape.store import Store
+    from engine.sim.simulate import run_point
     from tests.helpers import cli
 
     db = tmp_path / "landscape.duckdb"

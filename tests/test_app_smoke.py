@@ -11,8 +11,8 @@ from flask.testing import FlaskClient
 
 from app.jobs import JobStore
 from app.server import create_app
-from engine.simulate import run_point
-from engine.store import Store
+from engine.landscape.store import Store
+from engine.sim.simulate import run_point
 from tests.helpers import render_page
 
 

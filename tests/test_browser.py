@@ -22,8 +22,8 @@ from playwright import sync_api as playwright
 
 from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
 from app.jobs import JobStore
-from engine.simulate import run_point
-from engine.store import Store
+from engine.landscape.store import Store
+from engine.sim.simulate import run_point
 from tests.helpers import REPO
 
 expect = playwright.expect
@@ -63,7 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     }
     log = open(folder / "serve.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "serve", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "engine.cli.main", "serve", "--port", str(port), "--workers", "2"],
         cwd=REPO,
         env=env,
         stdout=log,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from engine.record import FIELD_NAMES
+from engine.sim.record import FIELD_NAMES
 from tests.helpers import REPO, cli, cli_json
 
 SYNTHETIC = "synthetic-mlp"

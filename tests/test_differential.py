@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.record import EXACT_FIELDS
-from engine.simulate import run_point
+from engine.sim.record import EXACT_FIELDS
+from engine.sim.simulate import run_point
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "differential"
 RECORDS = [

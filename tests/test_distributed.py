@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from distributed import Client
 
-from engine.record import FIELD_NAMES
-from engine.store import Store, unflatten
+from engine.landscape.store import Store, unflatten
+from engine.sim.record import FIELD_NAMES
 from tests.helpers import cli
 
 SYNTHETIC = "synthetic-mlp"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.record import EXACT_FIELDS
-from engine.simulate import run_point
+from engine.sim.record import EXACT_FIELDS
+from engine.sim.simulate import run_point
 
 GOLDEN = Path(__file__).resolve().parent.parent.parent / "shared" / "golden" / "simrd-golden.jsonl"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.holes import (
+from engine.landscape.holes import (
     Interval,
     Sample,
     bisect_edge,
@@ -20,9 +20,9 @@ from engine.holes import (
     find_edges,
     interval_holes,
 )
-from engine.landscape import walk_landscape
-from engine.simulate import run_point
-from engine.store import Store
+from engine.landscape.store import Store
+from engine.landscape.walk import walk_landscape
+from engine.sim.simulate import run_point
 from tests.helpers import cli_json
 
 

@@ -16,8 +16,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from engine.simulate import run_point
-from engine.store import RUN_COLUMNS, Store
+from engine.landscape.store import RUN_COLUMNS, Store
+from engine.sim.simulate import run_point
 from tests.helpers import REPO, cli, cli_json
 
 FIXTURES = REPO / "tests" / "fixtures"

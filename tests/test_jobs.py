@@ -15,7 +15,7 @@ import pytest
 from app.jobs import Job, JobStore
 from app.launch import grid_ratios
 from app.runner import Runner, parse_progress
-from engine.store import Store
+from engine.landscape.store import Store
 from tests.helpers import REPO
 
 WAIT_S = 120  # an upper bound for polling, never an assertion about speed

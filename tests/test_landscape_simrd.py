@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.catalog import resolve
-from engine.landscape import walk_landscape
-from engine.reference import run_reference
-from engine.simulate import run_point
-from engine.store import Store
+from engine.landscape.store import Store
+from engine.landscape.walk import walk_landscape
+from engine.sim.catalog import resolve
+from engine.sim.reference import run_reference
+from engine.sim.simulate import run_point
 
 SYNTHETIC = "synthetic-mlp"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.landscape import policy_certified, walk_landscape
-from engine.policies import DTR, POLICIES
-from engine.simulate import run_point
-from engine.store import Store
+from engine.landscape.store import Store
+from engine.landscape.walk import policy_certified, walk_landscape
+from engine.sim.policies import DTR, POLICIES
+from engine.sim.simulate import run_point
 from tests.helpers import cli, cli_json
 
 SYNTHETIC = "synthetic-mlp"

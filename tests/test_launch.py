@@ -99,7 +99,7 @@ def test_plans_use_sweep_when_the_engine_has_it(tmp_path: Path) -> None:
 
 def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
     """The command lines we build are accepted by the engine's own parser (no run)."""
-    from engine.cli import build_parser
+    from engine.cli.main import build_parser
 
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]

@@ -25,7 +25,7 @@ POINTS = {
 }
 PROBE = """
 import json, resource, sys
-from engine.simulate import run_point
+from engine.sim.simulate import run_point
 record = run_point(sys.argv[1], ratio=float(sys.argv[2]), time_limit=20, traces=sys.argv[3] or None)
 print(json.dumps({"status": record["status"],
                   "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.simulate import run_point
+from engine.sim.simulate import run_point
 
 
 def _run(trace: str, ratio: float, traces_dir: Path, **kwargs: object) -> dict:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.record import EXACT_FIELDS, FIELD_NAMES
-from engine.simulate import run_point
+from engine.sim.record import EXACT_FIELDS, FIELD_NAMES
+from engine.sim.simulate import run_point
 from tests.helpers import cli_json
 from traces.random_traces import generate
 
@@ -30,7 +30,7 @@ def test_cli_backend_prints_the_same_record(simrd_dir: Path) -> None:
 
 @pytest.mark.parametrize("seed", range(5000, 5012))
 def test_fresh_random_traces(simrd_dir: Path, tmp_path: Path, seed: int) -> None:
-    from engine.reference import run_reference
+    from engine.sim.reference import run_reference
 
     path = tmp_path / f"rand-{seed}.log"
     path.write_text(generate(seed))
@@ -42,7 +42,7 @@ def test_fresh_random_traces(simrd_dir: Path, tmp_path: Path, seed: int) -> None
 
 
 def test_seeded_random_storage(simrd_dir: Path) -> None:
-    from engine.reference import run_reference
+    from engine.sim.reference import run_reference
     from tests.helpers import REPO
 
     trace = str(REPO / "traces" / "synthetic-mlp.log")
@@ -55,7 +55,7 @@ def test_seeded_random_storage(simrd_dir: Path) -> None:
 
 
 def test_retention_what_if_on_resnet32(simrd_dir: Path, traces_dir: Path) -> None:
-    from engine.reference import run_reference
+    from engine.sim.reference import run_reference
 
     ours = run_point("resnet32", ratio=0.104, traces=traces_dir, retain=frozenset({612}))
     path = next(traces_dir.glob("resnet32-*.log"))

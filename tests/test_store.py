@@ -10,8 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from engine.simulate import run_point
-from engine.store import SCHEMA_VERSION, Store
+from engine.landscape.store import SCHEMA_VERSION, Store
+from engine.sim.simulate import run_point
 from tests.helpers import REPO
 
 
@@ -54,8 +54,8 @@ def test_upgrades_an_older_snapshot(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from engine.simulate import run_point
-from engine.store import Store
+from engine.sim.simulate import run_point
+from engine.landscape.store import Store
 store = Store.open(sys.argv[1])
 base = run_point("synthetic-mlp", ratio=0.5)
 for i in range(500):
@@ -67,7 +67,7 @@ print("done")
 
 READER = """
 import json, sys, time
-from engine.store import Store
+from engine.landscape.store import Store
 store = Store.open(sys.argv[1])
 seen, slowest = [], 0.0
 deadline = time.time() + 120

@@ -15,11 +15,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine.progress import Progress
-from engine.record import FIELD_NAMES
-from engine.sampling import Sample, parse_grid, refine
-from engine.simulate import run_point
-from engine.store import Store, unflatten
+from engine.landscape.progress import Progress
+from engine.landscape.sampling import Sample, parse_grid, refine
+from engine.landscape.store import Store, unflatten
+from engine.sim.record import FIELD_NAMES
+from engine.sim.simulate import run_point
 from tests.helpers import REPO, cli
 
 SYNTHETIC = "synthetic-mlp"
@@ -163,7 +163,7 @@ def test_killed_sweep_resumes_to_the_same_runs(tmp_path: Path, env: dict[str, st
 def _start_sweep(db: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     """A sweep in the background, once it has published a few runs."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "sweep", SYNTHETIC, "--db", str(db), *args],
+        [sys.executable, "-m", "engine.cli.main", "sweep", SYNTHETIC, "--db", str(db), *args],
         cwd=REPO,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,

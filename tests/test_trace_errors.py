@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.trace import TraceError, parse_file
+from engine.sim.trace import TraceError, parse_file
 from tests.helpers import cli
 
 START = '{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}'

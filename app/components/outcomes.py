@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.record import STATUSES
+from engine.sim.record import STATUSES
 
 OUTCOMES: tuple[str, ...] = STATUSES  # ok, oom, thrashed, timeout: never merged
 COLORS = {

@@ -9,8 +9,8 @@ from dash import dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from app.components.outcomes import COLORS, fmt_bytes, fmt_ratio
-from engine.events import COLUMNS
-from engine.record import RUN_FIELDS
+from engine.sim.events import COLUMNS
+from engine.sim.record import RUN_FIELDS
 
 BYTE_FIELDS = {"budget", "peak", "max_memory", "peak_pinned", "request", "pinned", "over_by"}
 FAILURE_LABELS = {

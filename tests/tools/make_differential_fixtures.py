@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.reference import run_reference  # noqa: E402
+from engine.sim.reference import run_reference  # noqa: E402
 from traces.random_traces import generate  # noqa: E402
 
 OTHER_POLICIES = ("DTREqClass", "DTRLocal", "MSPS", "LRU", "LargestStorage")

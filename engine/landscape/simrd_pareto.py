@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from engine.record_files import (
+from engine.landscape.record_files import (
     Problems,
     RecordFileError,
     TraceInfo,

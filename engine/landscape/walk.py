@@ -14,19 +14,15 @@ interval covers a budget are reused instead of re-run. The pure parts are in eng
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import arguments
-from engine.holes import (
+from engine.landscape.holes import (
     SAME_SETTINGS,
     Interval,
     certified_bytes,
@@ -35,15 +31,14 @@ from engine.holes import (
     find_edges,
     interval_from_row,
 )
-from engine.policies import POLICIES, Policy, make_policy
-from engine.simulate import DEFAULT_CAP, baseline, budget_for, load, run_point
+from engine.sim.policies import Policy, make_policy
+from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load, run_point
 
 if TYPE_CHECKING:
-    from engine.catalog import TraceRef
-    from engine.store import Store
-    from engine.trace import Program
+    from engine.landscape.store import Store
+    from engine.sim.catalog import TraceRef
+    from engine.sim.trace import Program
 
-Handler = Callable[[argparse.Namespace], int]
 FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of at most these
 
 
@@ -51,32 +46,6 @@ def policy_certified(policy: type[Policy] | Policy) -> bool:
     """Intervals are certified unless the policy reads the budget without recording those
     comparisons (then a budget inside [lo, hi] could decide differently)."""
     return not policy.reads_budget or policy.records_budget_reads
-
-
-def register(sub: Any) -> dict[str, Handler]:
-    walk = sub.add_parser("landscape", help="walk a budget range execution by execution")
-    walk.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
-    walk.add_argument("--from", dest="from_ratio", type=arguments.ratio, metavar="R")
-    walk.add_argument("--to", dest="to_ratio", type=arguments.ratio, metavar="R")
-    walk.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
-    walk.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
-    walk.add_argument("--max-runs", type=arguments.count, metavar="N", help="stop after N new runs")
-    edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
-    edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
-    holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
-    holes.add_argument("trace", help="a trace name or SHA-256, as stored")
-    for parser in (walk, edges, holes):
-        parser.add_argument(
-            "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
-        )
-        parser.add_argument("--cap", type=arguments.positive_float, default=DEFAULT_CAP)
-        parser.add_argument("--db", metavar="PATH", help="the DuckDB store")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
-    for parser in (walk, edges):  # holes only reads the store
-        parser.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
-    from engine.holes import command_holes
-
-    return {"landscape": _cmd_landscape, "edges": _cmd_edges, "holes": command_holes}
 
 
 # -- store I/O -----------------------------------------------------------------------------
@@ -119,7 +88,7 @@ class RunWriter:
         return interval
 
     def flush(self) -> None:
-        from engine.store import flatten
+        from engine.landscape.store import flatten
 
         rows = [
             flatten(
@@ -250,51 +219,6 @@ def walk_landscape(
     }
 
 
-def _cmd_landscape(args: argparse.Namespace) -> int:
-    by_ratio = args.from_ratio is not None or args.to_ratio is not None
-    by_budget = args.from_budget is not None or args.to_budget is not None
-    if by_ratio == by_budget:
-        raise ValueError("give either --from R --to R or --from-budget B --to-budget B")
-    pair = (args.from_ratio, args.to_ratio) if by_ratio else (args.from_budget, args.to_budget)
-    names = ("--from", "--to") if by_ratio else ("--from-budget", "--to-budget")
-    if pair[0] is None or pair[1] is None:
-        raise ValueError(f"{names[0]} and {names[1]} go together")
-    if pair[0] >= pair[1]:
-        raise ValueError(f"{names[0]} must be below {names[1]}, got {pair[0]} and {pair[1]}")
-    make_policy(args.policy)  # an unknown policy is bad input before any loading
-    ref, program = load(args.trace, args.traces)
-    if by_ratio:
-        peak = baseline(program).peak
-        start, end = budget_for(pair[0], peak), budget_for(pair[1], peak)
-    else:
-        start, end = pair
-    from engine.store import Store
-
-    result = walk_landscape(
-        Store.open(args.db),
-        ref,
-        start=start,
-        end=end,
-        policy=args.policy,
-        cap=args.cap,
-        max_runs=args.max_runs,
-        traces=args.traces,
-    )
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(
-        f"{result['trace']} {result['policy']}: {len(result['intervals'])} intervals over "
-        f"[{start:,}, {end:,}], {result['runs_executed']} runs, {result['runs_reused']} reused, "
-        f"coverage {result['coverage']:.4f}"
-        + ("" if result["complete"] else f", stopped at {result['stopped_at']}")
-    )
-    for step in result["intervals"]:
-        hi = "..." if step["hi"] is None else f"{step['hi']:,}"
-        print(f"  [{step['lo']:,}, {hi}] {step['status']}")
-    return 0
-
-
 # -- edges ---------------------------------------------------------------------------------
 def find_exact_edges(
     store: Store,
@@ -350,22 +274,6 @@ def _edge_side(interval: Interval) -> dict[str, Any]:
     return {k: getattr(interval, k) for k in ("lo", "hi", "status", "run_id")}
 
 
-def _cmd_edges(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    result = find_exact_edges(
-        Store.open(args.db), args.trace, policy=args.policy, cap=args.cap, traces=args.traces
-    )
-    if args.json:
-        print(json.dumps(result))
-        return 0
-    print(f"{result['trace']} {result['policy']}: {len(result['edges'])} exact edges")
-    for edge in result["edges"]:
-        below, above = edge["below"], edge["above"]
-        print(f"  {below['status']} up to {below['hi']:,} | {above['status']} from {above['lo']:,}")
-    return 0
-
-
 # -- benchmark -----------------------------------------------------------------------------
 def bench_exact_walk(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     """Time the exact walk over ResNet-32 0.095-0.110 (DTR) into a temporary store."""
@@ -373,7 +281,7 @@ def bench_exact_walk(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     peak = baseline(program).peak  # parse and baseline are cached first, outside the timing
     start, end = budget_for(0.095, peak), budget_for(0.110, peak)
     with tempfile.TemporaryDirectory() as tmp:
-        from engine.store import Store
+        from engine.landscape.store import Store
 
         store = Store.open(Path(tmp) / "bench.duckdb")
         began = time.perf_counter()

@@ -30,8 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.catalog import TraceRef
-from engine.simulate import run_point
+from engine.sim.catalog import TraceRef
+from engine.sim.simulate import run_point
 
 if TYPE_CHECKING:  # multiprocessing is imported when a pool starts: the CLI starts faster
     from concurrent.futures import Future, ProcessPoolExecutor

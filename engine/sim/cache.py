@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.trace import Program, parse_file, sha256_of
+from engine.sim.trace import Program, parse_file, sha256_of
 
 CACHE_ENV = "DTR_LANDSCAPE_CACHE"
-FORMAT = 1  # bump when Program's layout changes
+FORMAT = 2  # bump when Program's layout or module path changes (2: engine.sim.trace)
 
 
 def cache_dir() -> Path:
@@ -35,8 +35,8 @@ def _load(path: Path) -> Any | None:
     try:
         with open(path, "rb") as f:
             return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError):
-        return None  # missing or unreadable: recompute
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ValueError, ImportError):
+        return None  # missing, unreadable or from another layout: recompute
 
 
 def _store(path: Path, value: Any) -> None:

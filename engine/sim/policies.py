@@ -17,12 +17,7 @@ import random
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from engine.runtime import Simulation
-
-try:  # the DTR scan in C; identical victims and scores (see engine/_native/regions.c)
-    from engine._native.regions import dtr_choose as _native_dtr_choose
-except ImportError:  # pragma: no cover - only when the extension could not be compiled
-    _native_dtr_choose = None
+    from engine.sim.runtime import Simulation
 
 INF = math.inf
 
@@ -65,18 +60,22 @@ class Policy:
 
     def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
         score = self.score
-        best = INF
-        victim = -1
+        best = second = INF
+        victim = runner_up = -1
         evaluated = 0
         for s in sim.pool:
             evaluated += 1
             cost = score(sim, s)
             if cost <= best:
+                second, runner_up = best, victim
                 best = cost
                 victim = s
+            elif cost <= second:
+                second, runner_up = cost, s
             if cost == 0:
                 break
         sim.heuristic_evals += evaluated
+        sim.runner_up = (runner_up, second)
         return victim, best
 
 
@@ -106,20 +105,6 @@ class DTR(Policy):
     uses_regions = True
 
     def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
-        if sim.native and _native_dtr_choose is not None:
-            # The same scan in C (engine/_native/regions.c), with Python's division rounding.
-            found = _native_dtr_choose(
-                sim.pool,
-                sim.size,
-                sim.last_access,
-                sim.compute,
-                sim.fwd_compute,
-                sim.rev_compute,
-                sim.clock,
-            )
-            if found is not None:
-                sim.heuristic_evals += found[2]
-                return found[0], found[1]
         # The hot loop of every run: inlined for speed, same arithmetic as `score`.
         clock = sim.clock
         size = sim.size
@@ -127,19 +112,23 @@ class DTR(Policy):
         compute = sim.compute
         fwd = sim.fwd_compute
         rev = sim.rev_compute
-        best = INF
-        victim = -1
+        best = second = INF
+        victim = runner_up = -1
         evaluated = 0
         for s in sim.pool:
             evaluated += 1
             denominator = size[s] * (clock - last_access[s])
             cost = (compute[s] + fwd[s] + rev[s]) / denominator if denominator > 0 else INF
             if cost <= best:
+                second, runner_up = best, victim
                 best = cost
                 victim = s
+            elif cost <= second:
+                second, runner_up = cost, s
             if cost == 0:
                 break
         sim.heuristic_evals += evaluated
+        sim.runner_up = (runner_up, second)
         return victim, best
 
     def score(self, sim: Simulation, s: int) -> float:
@@ -217,6 +206,7 @@ class RandomStorage(Policy):
     def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
         sim.heuristic_evals += 1
         k = self.rng.randrange(0, len(sim.pool))
+        sim.runner_up = (-1, INF)  # no ranking: every member was as likely
         for i, s in enumerate(sim.pool):
             if i == k:
                 return s, INF
@@ -289,8 +279,9 @@ class TwoPhase(Policy):
             k = int(self.params["k"])
             covering = sorted(sim.pool, key=lambda s: (-size[s], s))[:k]
         sim.heuristic_evals += len(covering)
-        scored = [(_cost_stale(sim, s), -size[s], s) for s in covering]
-        best = min(scored)
+        scored = sorted((_cost_stale(sim, s), -size[s], s) for s in covering)
+        best = scored[0]
+        sim.runner_up = (scored[1][2], scored[1][0]) if len(scored) > 1 else (-1, INF)
         return best[2], best[0]
 
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.catalog import TraceRef, resolve
-from engine.distributed import RunTask
-from engine.policies import make_policy
-from engine.simulate import DEFAULT_CAP, baseline, budget_for, load
+from engine.landscape.distributed import RunTask
+from engine.sim.catalog import TraceRef, resolve
+from engine.sim.policies import make_policy
+from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load
 
 MAX_BUDGETS = 5000
 MAX_RATIO = 2.0

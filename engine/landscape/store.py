@@ -39,7 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.record import FIELD_NAMES
+from engine.sim.record import FIELD_NAMES
 
 DB_ENV = "DTR_LANDSCAPE_DB"
 DEFAULT_DB = Path("data") / "landscape.duckdb"

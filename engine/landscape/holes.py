@@ -18,17 +18,15 @@ lo) the budget axis is classified byte for byte and a hole's edges are exact.
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.policies import make_policy
-from engine.simulate import DEFAULT_CAP
+from engine.sim.policies import make_policy
+from engine.sim.simulate import DEFAULT_CAP
 
 if TYPE_CHECKING:
-    from engine.store import Store
+    from engine.landscape.store import Store
 
 FAILING = ("oom", "thrashed")
 
@@ -396,29 +394,3 @@ def holes_report(
         "conflicting_intervals": conflicts,
         "interval_holes": interval_holes(intervals),
     }
-
-
-def command_holes(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    report = holes_report(Store.open(args.db), args.trace, policy=args.policy, cap=args.cap)
-    if args.json:
-        print(json.dumps(report))
-        return 0
-    first = report["first_success"]
-    stable = report["stable_from"]
-    print(
-        f"{report['trace']} {report['policy']}: {report['samples']} samples, first success "
-        f"{first['ratio'] if first else None}, {len(report['failing_above'])} failing above, "
-        f"{len(report['regions'])} failure regions, stable from "
-        f"{stable['ratio'] if stable else None}"
-    )
-    for region in report["regions"]:
-        exact = region["bytes"] or {}
-        width = f", {exact['width']:,} bytes" if exact.get("width") is not None else ""
-        print(
-            f"  ok {region['last_ok_below']} | fail {region['first_fail']} .. "
-            f"{region['last_fail']} | ok {region['first_ok_above']}{width}"
-            + (" (complete)" if exact.get("complete") else "")
-        )
-    return 0

@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine import __version__
-from engine.cache import load_baseline, load_program, store_baseline
-from engine.catalog import TraceRef, resolve
-from engine.events import EventLog
-from engine.policies import make_policy
-from engine.record import ordered
-from engine.runtime import RunResult, Simulation
-from engine.trace import Program
+from engine.sim.cache import load_baseline, load_program, store_baseline
+from engine.sim.catalog import TraceRef, resolve
+from engine.sim.events import EventLog
+from engine.sim.native import NativeSimulation
+from engine.sim.native import supports as native_supports
+from engine.sim.policies import make_policy
+from engine.sim.record import ordered
+from engine.sim.runtime import RunResult, Simulation
+from engine.sim.trace import Program
 
 DEFAULT_CAP = 60
 
@@ -81,7 +83,8 @@ def run_point(
     traces: str | os.PathLike[str] | None = None,
     native: bool = True,
 ) -> dict:
-    """Replay one point and return its run record (fields in declaration order)."""
+    """Replay one point and return its run record (fields in declaration order). `native`:
+    run in C when the extension is built and implements the policy (identical records)."""
     if (budget is None) == (ratio is None):
         raise ValueError("give exactly one of a budget in bytes or a ratio")
     if budget is not None and budget < 0:
@@ -105,7 +108,8 @@ def run_point(
     # simrd's remat limit: model compute x (cap - 1), an int when cap is integral.
     limit_factor = int(cap) - 1 if float(cap).is_integer() else cap - 1
     log = EventLog(program) if events is not None else None
-    sim = Simulation(
+    runtime = NativeSimulation if native and native_supports(the_policy) else Simulation
+    sim = runtime(
         program,
         budget,
         the_policy,
@@ -113,7 +117,6 @@ def run_point(
         retain=retain,
         time_limit=time_limit,
         events=log,
-        native=native,
     )
     result = sim.run()
     if log is not None:

@@ -13,29 +13,23 @@ repeat); the sweep's id is a hash of what it samples, so a rerun carries the sam
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-import signal
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import arguments
-from engine.catalog import TraceNotFound, resolve
-from engine.distributed import Executor, Finished, RunTask, open_executor
-from engine.policies import POLICIES
-from engine.progress import Progress
-from engine.sampling import Sample, SweepSpec, plan_sweep, refine
-from engine.simulate import DEFAULT_CAP
+from engine.landscape.distributed import Executor, Finished, RunTask, open_executor
+from engine.landscape.progress import Progress
+from engine.landscape.sampling import Sample, SweepSpec, plan_sweep, refine
+from engine.sim.catalog import TraceNotFound, resolve
 
 if TYPE_CHECKING:  # the store (and DuckDB) is imported only when a sweep runs
-    from engine.store import Store
+    from engine.landscape.store import Store
 
 COMPACT_EVERY = 200  # runs between compactions, so a long sweep keeps the parts few
 SOURCE = "engine"
@@ -108,7 +102,7 @@ def _new_tasks(store: Store, spec: SweepSpec, tasks: list[RunTask], tally: Tally
 def _publish(store: Store, spec: SweepSpec, batch: list[Finished], tally: Tally) -> list[str]:
     """Store a batch of finished runs as one part; returns their statuses ("error" for a run
     that raised or disagrees with the plan)."""
-    from engine.store import flatten
+    from engine.landscape.store import flatten
 
     rows, statuses = [], []
     for finished in batch:
@@ -205,119 +199,12 @@ def run_sweep(
 # -- command line --------------------------------------------------------------------------
 
 
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-
-
-def register(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
-    policies = f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
-    sweep = sub.add_parser("sweep", help="sample a trace's budgets into the store, resumably")
-    sweep.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
-    sweep.add_argument("--policy", action="extend", nargs="+", metavar="P", help=policies)
-    where = sweep.add_mutually_exclusive_group(required=True)
-    where.add_argument("--grid", metavar="FROM:TO:STEP", help="ratios FROM..TO, TO included")
-    where.add_argument("--ratios", metavar="A,B,C", help="these budget ratios")
-    sweep.add_argument(
-        "--interior",
-        type=arguments.count,
-        default=0,
-        metavar="N",
-        help="N seeded random ratios inside every grid interval",
-    )
-    sweep.add_argument("--seed", type=_seed, help="seed of --interior (default 0)")
-    sweep.add_argument(
-        "--refine",
-        type=arguments.positive_float,
-        metavar="STEP",
-        help="then a STEP grid inside intervals whose outcomes differ",
-    )
-    sweep.add_argument("--repeats", type=arguments.count, default=1, metavar="K")
-    sweep.add_argument(
-        "--cap", type=arguments.positive_float, default=DEFAULT_CAP, help="thrash cap"
-    )
-    sweep.add_argument(
-        "--time-limit", type=arguments.positive_float, metavar="SECONDS", help="per run"
-    )
-    sweep.add_argument(
-        "--retry-timeouts", action="store_true", help="run again the points stored only as timeouts"
-    )
-    run_on = sweep.add_mutually_exclusive_group()
-    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
-    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
-    sweep.add_argument("--db", metavar="PATH", help="the store (default data/landscape.duckdb)")
-    sweep.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
-
-    return {"sweep": _cmd_sweep}
-
-
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    spec = plan_sweep(
-        args.trace,
-        traces=args.traces,
-        policies=args.policy or ["DTR"],
-        grid=args.grid,
-        ratios=args.ratios,
-        interior_per_interval=args.interior,
-        seed=args.seed,
-        refine_step=args.refine,
-        repeats=args.repeats,
-        cap=args.cap,
-        time_limit=args.time_limit,
-        retry_timeouts=args.retry_timeouts,
-    )
-    spec.args.update(workers=args.workers, scheduler=args.scheduler)
-    started = time.monotonic()
-    executor = open_executor(
-        spec.trace, spec.sha256, workers=args.workers, scheduler=args.scheduler
-    )
-    store = Store.open(args.db)
-    tally = Tally()
-    interrupted = 0
-    # A job runner stops a sweep with SIGTERM: wind down as for Ctrl-C (stop feeding work,
-    # compact, print the summary) instead of dying mid-way.
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        run_sweep(spec, store, executor, Progress(0, label=spec.trace.name), tally)
-    except KeyboardInterrupt as exc:
-        interrupted = 143 if isinstance(exc, Terminated) else 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        executor.close()
-    summary: dict[str, Any] = {
-        "sweep_id": spec.sweep_id,
-        "trace": spec.trace.name,
-        "total": tally.total,
-        "done": tally.done,
-        "skipped_existing": tally.skipped_existing,
-        "errors": len(tally.errors),
-        "by_status": dict(sorted(tally.by_status.items())),
-        "seconds": round(time.monotonic() - started, 3),
-    }
-    if interrupted:
-        summary["interrupted"] = True
-    print(json.dumps(summary))
-    return interrupted or (1 if tally.errors else 0)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taking the same way out as Ctrl-C."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated
-
-
 # -- benchmark -----------------------------------------------------------------------------
 
 
 def bench_sweep_throughput(traces_dir: str | Path | None) -> list[str]:
     """The same sweep with 1 and then 2 local workers into throwaway stores: runs/minute."""
-    from engine.store import Store
+    from engine.landscape.store import Store
 
     try:
         resolve("resnet32", str(traces_dir) if traces_dir else None)

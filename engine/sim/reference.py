@@ -8,7 +8,7 @@ simrd unchanged, and a budget object that remembers every value simrd compares i
 decision of the simulator depends on anything defined here (the only deliberate changes are
 the what-if ``retain`` set and the wall-clock ``time_limit``, both opt-in).
 
-The result is a record with exactly the fields of :mod:`engine.record`.
+The result is a record with exactly the fields of :mod:`engine.sim.record`.
 
 Counting rules (each checked against every golden record that simrd finishes in < 10 s):
 
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine.record import ordered
+from engine.sim.record import ordered
 
 ENGINE_VERSION = "simrd-eff53cc4"
 
@@ -368,7 +368,7 @@ def run_reference(trace_path: str, **kwargs: Any) -> dict:
     """Run one point (trace, budget or ratio, policy) through unmodified simrd.
 
     Keyword arguments are those of :func:`run_reference_observed`. Returns a record with
-    exactly the fields of :data:`engine.record.RUN_FIELDS`.
+    exactly the fields of :data:`engine.sim.record.RUN_FIELDS`.
     """
     record, _extra = run_reference_observed(trace_path, **kwargs)
     return record

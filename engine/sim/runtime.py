@@ -1,5 +1,9 @@
-"""The DTR runtime: replays a Program under a memory budget, decision for decision as simrd's
-RuntimeV2EagerOptimized does (see DOMAIN.md for the semantics that decide outcomes).
+"""The DTR runtime in Python: replays a Program under a memory budget, decision for decision as
+simrd's RuntimeV2EagerOptimized does (docs/DOMAIN.md: the semantics that decide outcomes).
+
+This is the reference implementation; engine/sim/_native/core.c is the same runtime in C
+(engine/sim/native.py), which runs whenever it is built and supports the policy. The tests
+hold the two to identical records.
 
 State lives in flat lists indexed by storage id (a storage is named by its first tensor's id)
 and by tensor id. Materializations nest without Python recursion: an explicit stack of frames
@@ -16,12 +20,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.regions import RegionStore, make_regions
-from engine.trace import COMPUTE, GET, PIN, RELEASE, Program
+from engine.sim.regions import PyRegions
+from engine.sim.trace import COMPUTE, GET, PIN, RELEASE, Program
 
 if TYPE_CHECKING:
-    from engine.events import EventLog
-    from engine.policies import Policy
+    from engine.sim.events import EventLog
+    from engine.sim.policies import Policy
 
 INF = math.inf
 
@@ -73,7 +77,6 @@ class Simulation:
         retain: frozenset[int] = frozenset(),
         time_limit: float | None = None,
         events: EventLog | None = None,
-        native: bool = True,
     ) -> None:
         self.program = program
         self.budget: float = INF if budget is None else budget
@@ -84,7 +87,6 @@ class Simulation:
         self.events = events
         self.track_regions = budget is not None and policy.uses_regions
         self.track_eqclass = budget is not None and policy.uses_eqclass
-        self.native = native  # C neighbourhoods and DTR scan (identical results, faster)
 
         n = program.n_tensors
         # Per tensor.
@@ -108,10 +110,10 @@ class Simulation:
         # Compute of each storage's maintained forward and reverse evicted neighbourhoods.
         self.fwd_compute = [0] * n
         self.rev_compute = [0] * n
-        self.regions: RegionStore | None = None
+        self.regions: PyRegions | None = None
         if self.track_regions:
-            self.regions = make_regions(
-                n, self.material, self.pinned, self.fwd_compute, self.rev_compute, native=native
+            self.regions = PyRegions(
+                n, self.material, self.pinned, self.fwd_compute, self.rev_compute
             )
         # Equivalence classes of evicted storages (DTREqClass): union-find over nodes.
         self.ecn: list[int | None] = [None] * n
@@ -151,6 +153,7 @@ class Simulation:
         self.exceeds_min: float = INF
         self.failure: dict[str, int] | None = None
         self.deadline = INF
+        self.runner_up: tuple[int, float] = (-1, INF)  # set by each policy scan, for the event log
 
     # -- the pool and locks -------------------------------------------------------------
     def _make_evictable(self, s: int) -> None:
@@ -176,7 +179,8 @@ class Simulation:
     # -- eviction -------------------------------------------------------------------------
     def _evict(self, s: int, by_policy: bool, score: float | None = None) -> None:
         if self.events is not None:
-            self.events.eviction(self, s, score, by_policy, pool_size=len(self.pool))
+            runner_up = self.runner_up if by_policy else (-1, INF)
+            self.events.eviction(self, s, score, by_policy, len(self.pool), runner_up)
         self.material[s] = False
         self.memory -= self.size[s]
         self._make_unevictable(s)

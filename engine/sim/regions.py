@@ -14,27 +14,11 @@ search finds (DOMAIN.md), so exactness means replaying the same maintenance:
 Pinned storages are skipped: a pinned storage is never scored nor evicted again, so its
 neighbourhood is never read (this changes no decision).
 
-`PyRegions` is the reference implementation in Python. `engine/_native/regions.c` implements
-the same interface over bitsets; `make_regions` picks it when it is compiled. Tests run both.
+`PyRegions` is the reference implementation, used by the Python runtime; the C runtime
+(engine/sim/_native/core.c) does the same over bitsets, and the tests hold them equal.
 """
 
 from __future__ import annotations
-
-from typing import Protocol
-
-try:
-    from engine._native.regions import Regions as _NativeRegions
-except ImportError:  # pragma: no cover - only when the extension could not be compiled
-    _NativeRegions = None
-
-
-class RegionStore(Protocol):
-    def add_edge(self, parent: int, child: int) -> None: ...
-    def set_compute(self, s: int, value: int) -> None: ...
-    def after_compute(self, storages: list[int]) -> None: ...
-    def absorb_evicted(self, s: int) -> None: ...
-    def e_star_size(self, s: int) -> int: ...
-    def region(self, s: int, forward: bool) -> tuple[set[int], set[int], int]: ...
 
 
 class NeighbourhoodInconsistent(RuntimeError):
@@ -161,22 +145,3 @@ class PyRegions:
         if forward:
             return set(self.fwd_interior[s]), set(self.fwd_frontier[s]), self.fwd_compute[s]
         return set(self.rev_interior[s]), set(self.rev_frontier[s]), self.rev_compute[s]
-
-
-def native_available() -> bool:
-    return _NativeRegions is not None
-
-
-def make_regions(
-    n: int,
-    material: bytearray,
-    pinned: bytearray,
-    fwd_compute: list[int],
-    rev_compute: list[int],
-    *,
-    native: bool = True,
-) -> RegionStore:
-    if native and _NativeRegions is not None:
-        store: RegionStore = _NativeRegions(n, material, pinned, fwd_compute, rev_compute)
-        return store
-    return PyRegions(n, material, pinned, fwd_compute, rev_compute)

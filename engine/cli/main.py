@@ -5,7 +5,7 @@
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
     dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
-    dtr-landscape serve [--host 127.0.0.1] [--port 8050] [--db PATH] [--workers N]
+    dtr-landscape serve | bench-dashboard           (app/commands.py, an entry point plugin)
     dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
     dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
     dtr-landscape import-traces | import-records | export   (engine/importers.py)
@@ -21,11 +21,12 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 
-from engine.arguments import byte_count, positive_float
-from engine.catalog import TraceNotFound
-from engine.policies import POLICIES, PolicyError
-from engine.trace import TraceError
+from engine.cli.arguments import byte_count, positive_float
+from engine.sim.catalog import TraceNotFound
+from engine.sim.policies import POLICIES, PolicyError
+from engine.sim.trace import TraceError
 
 PROG = "dtr-landscape"
 
@@ -68,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="engine",
         help="simrd: the same point through unmodified simrd (needs SIMRD_DIR)",
     )
-    run.add_argument("--python-regions", action="store_true", help=argparse.SUPPRESS)
+    # the Python reference runtime instead of the C one (tests, debugging)
+    run.add_argument("--python-runtime", action="store_true", help=argparse.SUPPRESS)
 
     bench = sub.add_parser(
         "bench", help="time the engine (and simrd, with SIMRD_DIR) on fixed points"
@@ -93,26 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_false",
         help="skip sweep throughput (1 and 2 workers) and the resnet32 exact walk",
     )
-    bench.add_argument(
-        "--dashboard",
-        action="store_true",
-        help="also time the dashboard in Chromium (overview with 10,000 runs, a run detail)",
-    )
 
-    serve = sub.add_parser("serve", help="serve the dashboard with gunicorn")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8050)
-    serve.add_argument("--workers", type=int, default=2)
-    serve.add_argument("--db", metavar="PATH", help="the DuckDB store")
-    serve.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
     for module in COMMAND_MODULES:
         COMMANDS.update(importlib.import_module(module).register(sub))
+    # Commands of the layers above (the dashboard's `serve`, `bench-dashboard`) plug in through
+    # an entry point group, so the engine never imports them.
+    for plugin in entry_points(group=PLUGIN_GROUP):
+        COMMANDS.update(plugin.load()(sub))
     return parser
 
 
 def _cmd_traces(args: argparse.Namespace) -> int:
-    from engine.catalog import available
-    from engine.simulate import baseline, load
+    from engine.sim.catalog import available
+    from engine.sim.simulate import baseline, load
 
     rows = []
     for ref in available(args.traces):
@@ -143,16 +138,16 @@ def _cmd_traces(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from engine.simulate import parse_retain, run_point
+    from engine.sim.simulate import parse_retain, run_point
 
     retain = parse_retain(args.retain)
     if args.backend == "simrd":
-        from engine.catalog import resolve
-        from engine.reference import run_reference
+        from engine.sim.catalog import resolve
+        from engine.sim.reference import run_reference
 
         if args.events:
             raise UsageError("--events is only available with the engine backend")
-        from engine.policies import make_policy
+        from engine.sim.policies import make_policy
 
         ref = resolve(args.trace, args.traces)
         spec = make_policy(args.policy)  # validates the name and parameters
@@ -178,39 +173,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             events=args.events,
             traces=args.traces,
-            native=not args.python_regions,
+            native=not args.python_runtime,
         )
     print(json.dumps(record))
     return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from engine.bench import main as bench_main
+    from engine.cli.bench import main as bench_main
 
     return bench_main(args)
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    import os
-
-    if args.db:
-        os.environ["DTR_LANDSCAPE_DB"] = args.db
-    if args.traces:
-        os.environ["DTR_LANDSCAPE_TRACES"] = args.traces
-    from app.serve import serve
-
-    return serve(args.host, args.port, args.workers)
-
-
-COMMANDS = {"traces": _cmd_traces, "run": _cmd_run, "bench": _cmd_bench, "serve": _cmd_serve}
+COMMANDS = {"traces": _cmd_traces, "run": _cmd_run, "bench": _cmd_bench}
 # Modules adding subcommands: each has `register(subparsers) -> {name: handler}` and keeps its
 # module-level imports light (the store and DuckDB are imported inside handlers).
 COMMAND_MODULES: tuple[str, ...] = (
-    "engine.sweep",
-    "engine.listing",
-    "engine.landscape",
-    "engine.importers",
+    "engine.cli.sweeps",
+    "engine.cli.landscapes",
+    "engine.cli.records",
 )
+PLUGIN_GROUP = "dtr_landscape.commands"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -222,8 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a missing reference simulator and the like: one line, no traceback
-        from engine.reference import ReferenceUnavailable
-        from engine.store import StoreError
+        from engine.landscape.store import StoreError
+        from engine.sim.reference import ReferenceUnavailable
 
         if isinstance(exc, ReferenceUnavailable | StoreError):
             print(f"{PROG}: error: {exc}", file=sys.stderr)

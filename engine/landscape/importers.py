@@ -15,18 +15,16 @@ is skipped. Each command prints a one-line JSON summary.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import uuid
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.record_files import (
+from engine.landscape.record_files import (
     EXCLUDED_PREFIX,
     RecordFileError,
     TraceInfo,
@@ -34,14 +32,13 @@ from engine.record_files import (
     name_from_file,
     read_evidence,
 )
-from engine.simrd_pareto import read_pareto
+from engine.landscape.simrd_pareto import read_pareto
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from engine.store import Store
+    from engine.landscape.store import Store
 
-Handler = Callable[[argparse.Namespace], int]
 MANIFEST_NAMES = ("traces.json", "manifest.json")  # ours, and simrd's inside logs.zip
 EXPORT_TABLES = ("runs", "intervals", "traces", "walks")
 
@@ -64,34 +61,6 @@ _TRACE_FILTER = {
 }
 
 
-def register(sub: Any) -> dict[str, Handler]:
-    traces = sub.add_parser("import-traces", help="register DTR logs (a folder or logs.zip)")
-    traces.add_argument("source", metavar="DIR|logs.zip", help="folder of *.log, or logs.zip")
-    traces.add_argument("--db", metavar="PATH", help="the DuckDB store")
-
-    records = sub.add_parser(
-        "import-records", help="import runs: the paper's evidence CSV or simrd's pareto JSON"
-    )
-    records.add_argument("file", metavar="FILE")
-    records.add_argument("--format", choices=("evidence", "pareto"), help="default: by suffix")
-    records.add_argument("--source", metavar="TAG", help="source column (default import:...)")
-    records.add_argument("--traces", metavar="DIR", help="folder of the DTR logs (traces.json)")
-    records.add_argument("--db", metavar="PATH", help="the DuckDB store")
-
-    export = sub.add_parser("export", help="write a table to CSV or Parquet")
-    export.add_argument("--table", choices=EXPORT_TABLES, default="runs")
-    target = export.add_mutually_exclusive_group(required=True)
-    target.add_argument("--csv", metavar="FILE")
-    target.add_argument("--parquet", metavar="FILE")
-    export.add_argument("--trace", metavar="T", help="only this trace (name or SHA-256)")
-    export.add_argument("--db", metavar="PATH", help="the DuckDB store")
-    return {
-        "import-traces": _cmd_import_traces,
-        "import-records": _cmd_import_records,
-        "export": _cmd_export,
-    }
-
-
 # -- import-traces ------------------------------------------------------------------------------
 @dataclass
 class _Log:
@@ -106,9 +75,9 @@ def import_traces(store: Store, source: str | os.PathLike[str]) -> dict[str, Any
     """Register every log of a folder or a logs.zip that the traces table lacks."""
     import pandas as pd
 
-    from engine.catalog import TraceRef
-    from engine.simulate import baseline, load
-    from engine.trace import TraceError
+    from engine.sim.catalog import TraceRef
+    from engine.sim.simulate import baseline, load
+    from engine.sim.trace import TraceError
 
     origin = Path(source)
     registered = set(store.query("SELECT sha256 FROM traces")["sha256"])
@@ -175,7 +144,7 @@ def _content_dir(store: Store) -> Path:
 
 
 def _folder_logs(origin: Path, logs: list[_Log]) -> dict[str, tuple[str, str | None]]:
-    from engine.trace import sha256_of
+    from engine.sim.trace import sha256_of
 
     # an unpacked artifact keeps its logs in logs/
     folder = origin / "logs" if not any(origin.glob("*.log")) else origin
@@ -237,18 +206,11 @@ def _manifest_names(text: str, where: str) -> dict[str, tuple[str, str | None]]:
         ) from None
 
 
-def _cmd_import_traces(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    print(json.dumps(import_traces(Store.open(args.db), args.source)))
-    return 0
-
-
 # -- import-records -----------------------------------------------------------------------------
 def known_traces(store: Store, traces: str | None = None) -> dict[str, TraceInfo]:
     """Trace names we can give a SHA-256: the traces manifest, then the store's traces table
     (which also knows peak and model compute), preferring a registration matching the manifest."""
-    from engine.catalog import traces_dir
+    from engine.sim.catalog import traces_dir
 
     known: dict[str, TraceInfo] = {}
     folder = traces_dir(traces)
@@ -307,14 +269,6 @@ def import_records(
     }
 
 
-def _cmd_import_records(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    summary = import_records(Store.open(args.db), args.file, args.format, args.source, args.traces)
-    print(json.dumps(summary))
-    return 0
-
-
 # -- export -------------------------------------------------------------------------------------
 def _export_sql(table: str, trace: str | None) -> tuple[str, list[str]]:
     if table not in EXPORT_TABLES:
@@ -341,15 +295,3 @@ def export_table(
     if not path.parent.is_dir():
         raise ValueError(f"{path}: folder {path.parent} does not exist")
     return store.export_query(path, *_export_sql(table, trace))
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    from engine.store import Store
-
-    option, target = ("--csv", args.csv) if args.csv else ("--parquet", args.parquet)
-    suffix = option.removeprefix("--")
-    if Path(target).suffix.lower() != f".{suffix}":
-        raise ValueError(f"{option} {target}: the file name must end in .{suffix}")
-    rows = export_table(Store.open(args.db), target, args.table, args.trace)
-    print(json.dumps({"table": args.table, "format": suffix, "path": target, "rows": rows}))
-    return 0

@@ -13,8 +13,8 @@ import os
 import statistics
 from pathlib import Path
 
-from engine.record import EXACT_FIELDS
-from engine.simulate import run_point
+from engine.sim.record import EXACT_FIELDS
+from engine.sim.simulate import run_point
 
 # The benchmark points; inceptionv4 0.235 (oom) takes simrd about 12-14 minutes, so
 # simrd runs it only with --simrd-slow; its golden record still checks the engine's result.
@@ -31,7 +31,7 @@ DEFAULT_POINTS = (
     ("inceptionv4", 0.235),
 )
 SLOW_FOR_SIMRD = {("inceptionv4", 0.235)}
-GOLDEN = Path(__file__).resolve().parent.parent.parent / "shared" / "golden" / "simrd-golden.jsonl"
+GOLDEN = Path(__file__).resolve().parents[3] / "shared" / "golden" / "simrd-golden.jsonl"
 
 
 def _golden() -> dict[tuple[str, str, float], dict]:
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     golden = _golden()
     with_simrd = bool(args.simrd)
     if with_simrd:
-        from engine.reference import ReferenceUnavailable, reference_available
+        from engine.sim.reference import ReferenceUnavailable, reference_available
 
         if not reference_available():
             raise ReferenceUnavailable(
@@ -101,8 +101,8 @@ def main(args: argparse.Namespace) -> int:
         check = "-"
         reference = golden.get((trace, "DTR", ratio))
         if with_simrd and ((trace, ratio) not in SLOW_FOR_SIMRD or args.simrd_slow):
-            from engine.catalog import resolve
-            from engine.reference import run_reference
+            from engine.sim.catalog import resolve
+            from engine.sim.reference import run_reference
 
             ref = resolve(trace, args.traces)
             theirs = run_reference(str(ref.path), name=ref.name, ratio=ratio, policy="DTR")
@@ -131,9 +131,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         print("no simrd timing in this run (use --simrd with SIMRD_DIR); golden times are recorded")
     if args.store:
-        from engine.catalog import TraceNotFound
-        from engine.landscape import bench_exact_walk
-        from engine.sweep import bench_sweep_throughput
+        from engine.landscape.sweep import bench_sweep_throughput
+        from engine.landscape.walk import bench_exact_walk
+        from engine.sim.catalog import TraceNotFound
 
         print()
         for line in bench_sweep_throughput(args.traces):
@@ -143,10 +143,4 @@ def main(args: argparse.Namespace) -> int:
                 print(line)
         except TraceNotFound:
             print("exact walk over resnet32 0.095-0.110: needs the DTR traces")
-    if args.dashboard:
-        from app.browser_bench import bench_dashboard
-
-        print()
-        for line in bench_dashboard():
-            print(line)
     return 0 if all_exact else 1

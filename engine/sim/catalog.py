@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRACES_ENV = "DTR_LANDSCAPE_TRACES"
-SHIPPED_DIR = Path(__file__).resolve().parent.parent / "traces"
+# the top-level `traces` package, beside `engine` (in a checkout and in site-packages alike)
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "traces"
 
 
 class TraceNotFound(LookupError):

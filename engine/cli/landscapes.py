@@ -1,0 +1,136 @@
+"""`dtr-landscape landscape | edges | holes`: exact walks, exact edges, hole counts.
+
+    dtr-landscape landscape TRACE (--from R --to R | --from-budget B --to-budget B)
+        [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
+    dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
+    dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
+
+The work is done in engine/landscape/walk.py and engine/landscape/holes.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from engine.cli import arguments
+from engine.landscape.holes import holes_report
+from engine.landscape.walk import find_exact_edges, walk_landscape
+from engine.sim.policies import POLICIES, make_policy
+from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    walk = sub.add_parser("landscape", help="walk a budget range execution by execution")
+    walk.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    walk.add_argument("--from", dest="from_ratio", type=arguments.ratio, metavar="R")
+    walk.add_argument("--to", dest="to_ratio", type=arguments.ratio, metavar="R")
+    walk.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
+    walk.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
+    walk.add_argument("--max-runs", type=arguments.count, metavar="N", help="stop after N new runs")
+    edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
+    edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
+    holes.add_argument("trace", help="a trace name or SHA-256, as stored")
+    for parser in (walk, edges, holes):
+        parser.add_argument(
+            "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
+        )
+        parser.add_argument("--cap", type=arguments.positive_float, default=DEFAULT_CAP)
+        parser.add_argument("--db", metavar="PATH", help="the DuckDB store")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+    for parser in (walk, edges):  # holes only reads the store
+        parser.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+
+    return {"landscape": _cmd_landscape, "edges": _cmd_edges, "holes": command_holes}
+
+
+def _cmd_landscape(args: argparse.Namespace) -> int:
+    by_ratio = args.from_ratio is not None or args.to_ratio is not None
+    by_budget = args.from_budget is not None or args.to_budget is not None
+    if by_ratio == by_budget:
+        raise ValueError("give either --from R --to R or --from-budget B --to-budget B")
+    pair = (args.from_ratio, args.to_ratio) if by_ratio else (args.from_budget, args.to_budget)
+    names = ("--from", "--to") if by_ratio else ("--from-budget", "--to-budget")
+    if pair[0] is None or pair[1] is None:
+        raise ValueError(f"{names[0]} and {names[1]} go together")
+    if pair[0] >= pair[1]:
+        raise ValueError(f"{names[0]} must be below {names[1]}, got {pair[0]} and {pair[1]}")
+    make_policy(args.policy)  # an unknown policy is bad input before any loading
+    ref, program = load(args.trace, args.traces)
+    if by_ratio:
+        peak = baseline(program).peak
+        start, end = budget_for(pair[0], peak), budget_for(pair[1], peak)
+    else:
+        start, end = pair
+    from engine.landscape.store import Store
+
+    result = walk_landscape(
+        Store.open(args.db),
+        ref,
+        start=start,
+        end=end,
+        policy=args.policy,
+        cap=args.cap,
+        max_runs=args.max_runs,
+        traces=args.traces,
+    )
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(
+        f"{result['trace']} {result['policy']}: {len(result['intervals'])} intervals over "
+        f"[{start:,}, {end:,}], {result['runs_executed']} runs, {result['runs_reused']} reused, "
+        f"coverage {result['coverage']:.4f}"
+        + ("" if result["complete"] else f", stopped at {result['stopped_at']}")
+    )
+    for step in result["intervals"]:
+        hi = "..." if step["hi"] is None else f"{step['hi']:,}"
+        print(f"  [{step['lo']:,}, {hi}] {step['status']}")
+    return 0
+
+
+def _cmd_edges(args: argparse.Namespace) -> int:
+    from engine.landscape.store import Store
+
+    result = find_exact_edges(
+        Store.open(args.db), args.trace, policy=args.policy, cap=args.cap, traces=args.traces
+    )
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{result['trace']} {result['policy']}: {len(result['edges'])} exact edges")
+    for edge in result["edges"]:
+        below, above = edge["below"], edge["above"]
+        print(f"  {below['status']} up to {below['hi']:,} | {above['status']} from {above['lo']:,}")
+    return 0
+
+
+def command_holes(args: argparse.Namespace) -> int:
+    from engine.landscape.store import Store
+
+    report = holes_report(Store.open(args.db), args.trace, policy=args.policy, cap=args.cap)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    first = report["first_success"]
+    stable = report["stable_from"]
+    print(
+        f"{report['trace']} {report['policy']}: {report['samples']} samples, first success "
+        f"{first['ratio'] if first else None}, {len(report['failing_above'])} failing above, "
+        f"{len(report['regions'])} failure regions, stable from "
+        f"{stable['ratio'] if stable else None}"
+    )
+    for region in report["regions"]:
+        exact = region["bytes"] or {}
+        width = f", {exact['width']:,} bytes" if exact.get("width") is not None else ""
+        print(
+            f"  ok {region['last_ok_below']} | fail {region['first_fail']} .. "
+            f"{region['last_fail']} | ok {region['first_ok_above']}{width}"
+            + (" (complete)" if exact.get("complete") else "")
+        )
+    return 0

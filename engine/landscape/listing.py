@@ -1,0 +1,39 @@
+"""`dtr-landscape runs`: a trace's stored runs, as a table or one JSON object per line.
+
+    dtr-landscape runs TRACE [--policy P] [--db PATH] [--traces DIR] [--json]
+
+A trace we can read is matched by content (its SHA-256), whatever name its runs were stored
+under; a name or SHA-256 of a trace that is not on this machine still lists imported runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.sim.catalog import TraceNotFound, resolve
+from engine.sim.policies import make_policy
+from engine.sim.record import FIELD_NAMES
+from engine.sim.simulate import load
+
+# The store's own columns shown beside the run record's fields.
+STORE_FIELDS = ("run_id", "source", "sweep_id", "repeat", "stage", "cap")
+
+
+def stored_runs(
+    trace: str, *, policy: str | None = None, db: str | None = None, traces: str | None = None
+) -> list[dict[str, Any]]:
+    """The stored runs of a trace as run records plus STORE_FIELDS, by budget."""
+    from engine.landscape.store import Store, unflatten
+
+    store = Store.open(db)
+    spec = make_policy(policy).spec if policy else None
+    try:
+        _, program = load(resolve(trace, traces))
+        key, known = program.sha256, True
+    except TraceNotFound:
+        key, known = trace, False
+    frame = store.runs(trace=key, policy=spec)
+    if frame.empty and not known:
+        raise TraceNotFound(f"unknown trace {trace!r} and no stored runs under that name")
+    rows = [unflatten(row) for row in frame.to_dict("records")]
+    return [{name: row.get(name) for name in (*FIELD_NAMES, *STORE_FIELDS)} for row in rows]

@@ -1,0 +1,1547 @@
+/* The DTR runtime in C: a whole replay of a program under a budget, decision for decision
+   the same as the Python reference (engine/sim/runtime.py + engine/sim/regions.py), which the
+   tests run side by side on the golden records, the differential fixtures and random traces.
+
+   Why C: a run is a few million small steps (locks, pool updates, neighbourhood searches,
+   score scans); in C they cost nanoseconds, and the whole mutable state lives in one flat
+   block of memory, so it can be copied. That copy is what makes exact walks cheap
+   (engine/sim/native.py): two neighbouring budgets replay identically up to the first
+   comparison `used + request > budget` whose outcome differs between them, so the walk keeps
+   a copy of the state at each comparison that may become that point and resumes the next
+   budget's run from it instead of from operator 1.
+
+   Layout: the static program (operators, tensors, schedule, the storage graph in the order
+   its edges appear) is built once per object; the dynamic state is an arena of per-storage
+   and per-tensor arrays plus a struct of scalars plus the stack of materialization frames.
+   Snapshots copy exactly those three. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "divide.h"
+
+enum { K_COMPUTE = 0, K_GET = 1, K_RELEASE = 2, K_PIN = 3 };
+enum { ST_RUNNING = 0, ST_OK = 1, ST_OOM = 2, ST_THRASHED = 3, ST_TIMEOUT = 4, ST_ERROR = 5 };
+enum {
+    P_DTR = 0,
+    P_DTRLOCAL,
+    P_MSPS,
+    P_LRU,
+    P_LARGEST,
+    P_NBHD,
+    P_HESTAR,
+    P_COSTSTALE,
+    P_TWOPHASE,
+    P_COUNT
+};
+static const char *POLICY_NAMES[P_COUNT] = {"DTR",  "DTRLocal", "MSPS",      "LRU",     "LargestStorage",
+                                            "NbhdPenalty", "HEStar", "CostStale", "TwoPhase"};
+static const int POLICY_REGIONS[P_COUNT] = {1, 0, 1, 0, 0, 1, 1, 1, 1};
+
+#define NEVER INT64_MIN /* last_access not yet set: Python's -inf */
+#ifndef SHARE_FACTOR
+#define SHARE_FACTOR 1
+#endif
+
+/* ---- growable int vectors --------------------------------------------------------------- */
+typedef struct {
+    int32_t *items;
+    Py_ssize_t len, cap;
+} Vec32;
+
+static int vec_reserve(Vec32 *v, Py_ssize_t need) {
+    if (need <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 64;
+    while (cap < need) cap *= 2;
+    int32_t *grown = (int32_t *)PyMem_Realloc(v->items, sizeof(int32_t) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    v->items = grown;
+    v->cap = cap;
+    return 0;
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+typedef struct {
+    int32_t t;        /* the tensor being materialized */
+    int8_t remat;     /* a rebuild (not the operator's first computation) */
+    int8_t phase;     /* 0: locking / rebuilding arguments, 1: in the budget check loop */
+    int8_t returning; /* 1: a rebuild of und[i] was started and has finished */
+    int32_t i;        /* next undefined argument to handle */
+    int32_t und_off, und_len;
+} Frame;
+
+typedef struct {
+    int64_t clock, memory, pool_bytes;
+    int64_t model_compute, remat_compute;
+    int64_t evictions, policy_evictions, rematerializations, operators;
+    int64_t max_memory, peak_pinned, depth_at_peak_pinned, max_depth, depth;
+    int64_t heuristic_evals;
+    int64_t fits_max, exceeds_min; /* exceeds_min == INT64_MAX: none yet */
+    int64_t budget;
+    int32_t pool_head, pool_tail, pool_count;
+    int32_t step;       /* schedule position */
+    int32_t mat_active; /* the step's materialization is in progress */
+    int32_t status;
+    int32_t has_failure;
+    int64_t f_operator, f_request, f_pinned, f_depth, f_over_by;
+    int32_t fs_top, und_top;
+} Scalars;
+
+/* per-storage and per-tensor arrays inside the arena, as offsets */
+typedef struct {
+    uint8_t *defined, *material, *pinned, *in_pool;
+    int32_t *ref_int, *ref_ext, *last_op, *st_len, *ch_len, *pa_len, *pool_prev, *pool_next;
+    int64_t *last_access, *compute, *fwd_sum, *rev_sum;
+    uint64_t *fwd_int, *fwd_fr, *rev_int, *rev_fr;
+} Arrays;
+
+typedef struct {
+    int64_t value; /* the exceeding value compared at this point: the next walk budget */
+    Scalars s;
+    char *arena;
+    Frame *frames;
+    int32_t *und;
+} Snapshot;
+
+/* the event log (only when asked for; never with snapshots) */
+typedef struct {
+    Vec32 kind, storage, depth, pool_size, runner_up;
+    int64_t *i64; /* seq, operator, size, pinned per row: 4 per row */
+    double *f64;  /* score, runner_up_score per row: 2 per row */
+    Py_ssize_t rows, cap;
+    int64_t *op_max_pinned, *op_max_depth;
+    int64_t seq;
+} Events;
+
+typedef struct {
+    PyObject_HEAD
+    /* static program */
+    int32_t n, n_ops, n_steps;
+    Py_ssize_t words;
+    int64_t *op_compute, *op_total, *tensor_size, *size;
+    int32_t *op_first, *op_nout, *op_args_off, *op_args;
+    int32_t *tensor_storage, *tensor_op;
+    int8_t *step_kind;
+    int32_t *step_arg;
+    int32_t *st_off, *st_items; /* tensors of each storage, in creation order */
+    int32_t *ch_off, *ch_items; /* children of each storage, in the order edges appear */
+    int32_t *pa_off, *pa_items; /* parents */
+    uint8_t *retain;
+    /* configuration */
+    int policy, regions, budget_inf, snapshots, record_events;
+    double nbhd_b;
+    int32_t twophase_k;
+    int64_t remat_limit; /* thrashed when remat_compute > remat_limit */
+    double deadline;     /* monotonic seconds; 0 = none */
+    /* dynamic state */
+    Scalars s;
+    char *arena;
+    size_t arena_bytes;
+    Arrays a;
+    Frame *frames;
+    Py_ssize_t frames_cap;
+    Vec32 und;
+    uint64_t *scratch_a, *scratch_b, *scratch_d;
+    int32_t *stack;
+    /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
+       from u through evicted ones (u included) and the resident ones bordering them, per
+       direction; valid while mark == epoch (material does not change within the call) */
+    int32_t *mark[2], *done[2], *slot[2]; /* shared_pass's scratch (see there) */
+    int32_t epoch;
+    uint64_t *clo;
+    Py_ssize_t clo_used, clo_cap;
+    int32_t *dfs_node, *dfs_edge, *bases;
+    int shared_search; /* 0: plain searches only (a test switch) */
+    Vec32 cover;       /* TwoPhase's candidates */
+    Vec32 order, news; /* compute_op's outputs and their new storages */
+    double time_limit; /* seconds; 0 = none */
+    int32_t resumed_operator; /* where the last resume replayed from */
+    Snapshot *snaps;
+    Py_ssize_t n_snaps, snaps_cap, max_snaps, snaps_dropped, snaps_taken;
+    Events ev;
+    int64_t searches, visited, edges_seen, plain_passes;
+    char error[240];
+    int started;
+} Core;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline int test_bit(const uint64_t *b, Py_ssize_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+static inline void set_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63); }
+static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
+
+static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
+
+/* ---- events ----------------------------------------------------------------------------- */
+enum { E_EVICT_POLICY = 0, E_EVICT_EAGER = 1, E_REMAT = 2 };
+
+static int ev_push(Core *c, int kind, int64_t seq, int64_t op, int32_t depth, int32_t storage,
+                   int64_t size, double score, int32_t pool_size, int64_t pinned,
+                   int32_t runner_up, double runner_score) {
+    Events *e = &c->ev;
+    if (e->rows == e->cap) {
+        Py_ssize_t cap = e->cap ? e->cap * 2 : 1024;
+        int64_t *i64 = (int64_t *)PyMem_Realloc(e->i64, sizeof(int64_t) * 4 * cap);
+        if (!i64) { PyErr_NoMemory(); return -1; }
+        e->i64 = i64;
+        double *f64 = (double *)PyMem_Realloc(e->f64, sizeof(double) * 2 * cap);
+        if (!f64) { PyErr_NoMemory(); return -1; }
+        e->f64 = f64;
+        e->cap = cap;
+    }
+    Vec32 *vecs[5] = {&e->kind, &e->storage, &e->depth, &e->pool_size, &e->runner_up};
+    int32_t vals[5] = {kind, storage, depth, pool_size, runner_up};
+    for (int i = 0; i < 5; i++) {
+        if (vec_reserve(vecs[i], e->rows + 1) < 0) return -1;
+        vecs[i]->items[e->rows] = vals[i];
+        vecs[i]->len = e->rows + 1;
+    }
+    e->i64[4 * e->rows + 0] = seq;
+    e->i64[4 * e->rows + 1] = op;
+    e->i64[4 * e->rows + 2] = size;
+    e->i64[4 * e->rows + 3] = pinned;
+    e->f64[2 * e->rows + 0] = score;
+    e->f64[2 * e->rows + 1] = runner_score;
+    e->rows++;
+    return 0;
+}
+
+/* ---- the pool: storages in the order they became evictable (a linked list) -------------- */
+static inline void make_evictable(Core *c, int32_t s) {
+    Arrays *a = &c->a;
+    if (a->in_pool[s] || c->retain[s]) return;
+    a->in_pool[s] = 1;
+    a->pool_prev[s] = c->s.pool_tail;
+    a->pool_next[s] = -1;
+    if (c->s.pool_tail >= 0) a->pool_next[c->s.pool_tail] = s;
+    else c->s.pool_head = s;
+    c->s.pool_tail = s;
+    c->s.pool_count++;
+    c->s.pool_bytes += c->size[s];
+}
+
+static inline void make_unevictable(Core *c, int32_t s) {
+    Arrays *a = &c->a;
+    if (!a->in_pool[s]) return;
+    a->in_pool[s] = 0;
+    int32_t p = a->pool_prev[s], q = a->pool_next[s];
+    if (p >= 0) a->pool_next[p] = q;
+    else c->s.pool_head = q;
+    if (q >= 0) a->pool_prev[q] = p;
+    else c->s.pool_tail = p;
+    c->s.pool_count--;
+    c->s.pool_bytes -= c->size[s];
+}
+
+static inline void lock(Core *c, int32_t s) {
+    if (c->a.ref_int[s] == 0) make_unevictable(c, s);
+    c->a.ref_int[s]++;
+}
+
+static inline void unlock(Core *c, int32_t s) {
+    if (--c->a.ref_int[s] == 0) make_evictable(c, s);
+}
+
+/* ---- maintained evicted neighbourhoods (engine/sim/regions.py is the reference) ---------- */
+static void search(Core *c, int32_t base, int forward) {
+    Arrays *a = &c->a;
+    const int32_t *off = forward ? c->ch_off : c->pa_off;
+    const int32_t *items = forward ? c->ch_items : c->pa_items;
+    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
+    uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
+    memset(interior, 0, sizeof(uint64_t) * c->words);
+    memset(frontier, 0, sizeof(uint64_t) * c->words);
+    const uint8_t *material = a->material;
+    int64_t total = 0;
+    Py_ssize_t top = 0;
+    c->stack[top++] = base;
+    c->searches++;
+    while (top > 0) {
+        int32_t v = c->stack[--top];
+        const int32_t *e = items + off[v];
+        int32_t m = len[v];
+        c->visited++;
+        c->edges_seen += m;
+        for (int32_t j = 0; j < m; j++) {
+            int32_t u = e[j];
+            if (material[u]) {
+                if (u != base) set_bit(frontier, u);
+            } else if (!test_bit(interior, u)) {
+                set_bit(interior, u);
+                total += a->compute[u];
+                c->stack[top++] = u; /* each storage is pushed at most once */
+            }
+        }
+    }
+    (forward ? a->fwd_sum : a->rev_sum)[base] = total;
+}
+
+/* All the fresh searches of one direction in one after_compute, sharing their work.
+
+   The affected storages mostly border the same evicted region, so their plain searches walk
+   it again and again (20-35x the region's size on the DTR traces). Here the region is walked
+   once: its storages get local ids (evicted ones in post-order, which is topological when the
+   region is acyclic), then each evicted storage's closure - the evicted storages reachable
+   from it through evicted ones, itself included (R), and the resident storages bordering
+   them (F) - is a local bitset built from its neighbours' closures. A base's interior is the
+   union of its evicted neighbours' R, its frontier that of their F plus its resident
+   neighbours, which is exactly what search() finds. On a cycle through evicted storages it
+   returns -1 before writing anything, and the caller searches plainly. */
+static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward) {
+    Arrays *a = &c->a;
+    const int32_t *off = forward ? c->ch_off : c->pa_off;
+    const int32_t *items = forward ? c->ch_items : c->pa_items;
+    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    const uint8_t *material = a->material;
+    int32_t *mark = c->mark[0], *done = c->done[0], *local = c->slot[0];
+    int32_t *global = c->slot[1], *post = c->mark[1];
+    int32_t m = 0, n_post = 0;
+    c->epoch++;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        const int32_t *e = items + off[bases[b]];
+        for (int32_t k = 0; k < len[bases[b]]; k++) {
+            int32_t u = e[k];
+            if (material[u] || mark[u] == c->epoch) continue;
+            Py_ssize_t top = 0;
+            mark[u] = c->epoch;
+            local[u] = m;
+            global[m++] = u;
+            c->dfs_node[top] = u;
+            c->dfs_edge[top++] = 0;
+            while (top > 0) {
+                int32_t v = c->dfs_node[top - 1];
+                int32_t j = c->dfs_edge[top - 1];
+                if (j < len[v]) {
+                    c->dfs_edge[top - 1]++;
+                    int32_t w = items[off[v] + j];
+                    if (mark[w] == c->epoch) {
+                        if (!material[w] && done[w] != c->epoch) return -1; /* a cycle */
+                        continue;
+                    }
+                    mark[w] = c->epoch;
+                    local[w] = m;
+                    global[m++] = w;
+                    if (material[w]) {
+                        done[w] = c->epoch;
+                    } else {
+                        c->dfs_node[top] = w;
+                        c->dfs_edge[top++] = 0;
+                    }
+                    continue;
+                }
+                done[v] = c->epoch;
+                post[n_post++] = v;
+                top--;
+            }
+        }
+    }
+    Py_ssize_t W = (m >> 6) + 1, GW = c->words;
+    /* Closures cost about W word operations per edge of the region, plain searches about
+       one edge check per edge per base: share only when there are more bases than that. */
+    if (nb <= W * SHARE_FACTOR) return -3;
+    Py_ssize_t need = (Py_ssize_t)2 * W * (m + 1);
+    if (need > c->clo_cap) {
+        uint64_t *grown = (uint64_t *)PyMem_Realloc(c->clo, sizeof(uint64_t) * need);
+        if (!grown) return -2;
+        c->clo = grown;
+        c->clo_cap = need;
+    }
+    c->visited += n_post;
+    for (int32_t i = 0; i < n_post; i++) {
+        int32_t v = post[i];
+        uint64_t *R = c->clo + (Py_ssize_t)local[v] * 2 * W, *F = R + W;
+        memset(R, 0, sizeof(uint64_t) * 2 * W);
+        set_bit(R, local[v]);
+        const int32_t *e = items + off[v];
+        c->edges_seen += len[v];
+        for (int32_t k = 0; k < len[v]; k++) {
+            int32_t w = e[k];
+            if (material[w]) {
+                set_bit(F, local[w]);
+            } else {
+                const uint64_t *Rw = c->clo + (Py_ssize_t)local[w] * 2 * W, *Fw = Rw + W;
+                for (Py_ssize_t x = 0; x < W; x++) {
+                    R[x] |= Rw[x];
+                    F[x] |= Fw[x];
+                }
+            }
+        }
+    }
+    uint64_t *li = c->clo + (Py_ssize_t)m * 2 * W, *lf = li + W; /* the base's, local */
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        int32_t base = bases[b];
+        uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
+        uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
+        memset(interior, 0, sizeof(uint64_t) * GW);
+        memset(frontier, 0, sizeof(uint64_t) * GW);
+        memset(li, 0, sizeof(uint64_t) * 2 * W);
+        const int32_t *e = items + off[base];
+        for (int32_t k = 0; k < len[base]; k++) {
+            int32_t u = e[k];
+            if (material[u]) {
+                set_bit(frontier, u);
+            } else {
+                const uint64_t *R = c->clo + (Py_ssize_t)local[u] * 2 * W, *F = R + W;
+                for (Py_ssize_t x = 0; x < W; x++) {
+                    li[x] |= R[x];
+                    lf[x] |= F[x];
+                }
+            }
+        }
+        int64_t total = 0;
+        for (Py_ssize_t x = 0; x < W; x++) {
+            uint64_t word = li[x];
+            while (word) {
+                int32_t g = global[(x << 6) + __builtin_ctzll(word)];
+                word &= word - 1;
+                set_bit(interior, g);
+                total += a->compute[g];
+            }
+            word = lf[x];
+            while (word) {
+                set_bit(frontier, global[(x << 6) + __builtin_ctzll(word)]);
+                word &= word - 1;
+            }
+        }
+        if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
+        (forward ? a->fwd_sum : a->rev_sum)[base] = total;
+        c->searches++;
+    }
+    return 0;
+}
+
+/* The fresh searches of one direction: shared when several bases can share them. */
+static int search_all(Core *c, const int32_t *bases, Py_ssize_t nb, int forward) {
+    if (c->shared_search && nb > 1) {
+        int r = shared_pass(c, bases, nb, forward);
+        if (r == 0) return 0;
+        if (r == -2) { PyErr_NoMemory(); return -1; }
+        c->plain_passes++;
+    }
+    for (Py_ssize_t b = 0; b < nb; b++) search(c, bases[b], forward);
+    return 0;
+}
+
+static int after_compute(Core *c, const int32_t *storages, int count) {
+    Arrays *a = &c->a;
+    uint64_t *aff_fwd = c->scratch_a, *aff_rev = c->scratch_b;
+    memset(aff_fwd, 0, sizeof(uint64_t) * c->words);
+    memset(aff_rev, 0, sizeof(uint64_t) * c->words);
+    for (int i = 0; i < count; i++) {
+        int32_t s = storages[i];
+        search(c, s, 1);
+        search(c, s, 0);
+        const uint64_t *rf = row(c, a->rev_fr, s), *ff = row(c, a->fwd_fr, s);
+        for (Py_ssize_t w = 0; w < c->words; w++) {
+            aff_fwd[w] |= rf[w];
+            aff_rev[w] |= ff[w];
+        }
+    }
+    /* then the unpinned storages whose neighbourhoods the new ones cut */
+    for (int pass = 0; pass < 2; pass++) {
+        const uint64_t *aff = pass == 0 ? aff_fwd : aff_rev;
+        Py_ssize_t nb = 0;
+        for (Py_ssize_t w = 0; w < c->words; w++) {
+            uint64_t word = aff[w];
+            while (word) {
+                int32_t s = (int32_t)((w << 6) + __builtin_ctzll(word));
+                word &= word - 1;
+                if (!a->pinned[s]) c->bases[nb++] = s;
+            }
+        }
+        if (search_all(c, c->bases, nb, pass == 0) < 0) return -1;
+    }
+    return 0;
+}
+
+static int absorb_into(Core *c, int32_t s, int forward) {
+    Arrays *a = &c->a;
+    uint64_t *int_t = forward ? a->fwd_int : a->rev_int;
+    uint64_t *fr_t = forward ? a->fwd_fr : a->rev_fr;
+    int64_t *sum = forward ? a->fwd_sum : a->rev_sum;
+    /* forward neighbourhoods change for the storages on s's reverse frontier, and back */
+    const uint64_t *drivers = row(c, forward ? a->rev_fr : a->fwd_fr, s);
+    const uint64_t *s_front = row(c, fr_t, s), *s_int = row(c, int_t, s);
+    uint64_t *diff = c->scratch_d;
+    for (Py_ssize_t w = 0; w < c->words; w++) {
+        uint64_t word = drivers[w];
+        while (word) {
+            int32_t p = (int32_t)((w << 6) + __builtin_ctzll(word));
+            word &= word - 1;
+            if (a->pinned[p]) continue;
+            uint64_t *front = row(c, fr_t, p), *interior = row(c, int_t, p);
+            if (!test_bit(front, s)) {
+                snprintf(c->error, sizeof c->error,
+                         "maintained neighbourhood of storage %d lacks evicted storage %d on its "
+                         "frontier (simrd stops on an assertion here)", p, s);
+                return -1;
+            }
+            clear_bit(front, s);
+            for (Py_ssize_t k = 0; k < c->words; k++) {
+                front[k] |= s_front[k];
+                diff[k] = s_int[k] & ~interior[k];
+            }
+            set_bit(diff, s);
+            int64_t added = 0;
+            for (Py_ssize_t k = 0; k < c->words; k++) {
+                uint64_t d = diff[k];
+                interior[k] |= d;
+                while (d) {
+                    added += a->compute[(k << 6) + __builtin_ctzll(d)];
+                    d &= d - 1;
+                }
+            }
+            sum[p] += added;
+        }
+    }
+    return 0;
+}
+
+static int absorb_evicted(Core *c, int32_t s) {
+    Arrays *a = &c->a;
+    if (absorb_into(c, s, 1) < 0 || absorb_into(c, s, 0) < 0) return -1;
+    memset(row(c, a->fwd_int, s), 0, sizeof(uint64_t) * c->words);
+    memset(row(c, a->fwd_fr, s), 0, sizeof(uint64_t) * c->words);
+    memset(row(c, a->rev_int, s), 0, sizeof(uint64_t) * c->words);
+    memset(row(c, a->rev_fr, s), 0, sizeof(uint64_t) * c->words);
+    a->fwd_sum[s] = 0;
+    a->rev_sum[s] = 0;
+    return 0;
+}
+
+static int64_t e_star_size(Core *c, int32_t s) {
+    const uint64_t *f = row(c, c->a.fwd_int, s), *r = row(c, c->a.rev_int, s);
+    int64_t count = 0;
+    for (Py_ssize_t w = 0; w < c->words; w++) count += __builtin_popcountll(f[w] | r[w]);
+    return count;
+}
+
+/* ---- scores: the same arithmetic as engine/sim/policies.py ------------------------------- */
+/* Python computes `size * (clock - last_access)` with last_access possibly -inf: then the
+   staleness is inf, the product inf (size > 0) or nan (size 0), and the score 0.0 or inf. */
+static int ratio_score(int64_t num, int64_t size, int64_t clock, int64_t last, double *out) {
+    if (last == NEVER) {
+        *out = size > 0 ? 0.0 : INFINITY;
+        return 0;
+    }
+    int64_t stale = clock - last;
+    if (size <= 0 || stale <= 0) { /* denominator <= 0 (never negative here) */
+        *out = INFINITY;
+        return 0;
+    }
+    return true_divide(num, (unsigned __int128)size * (unsigned __int128)stale, out);
+}
+
+static int cost_stale(Core *c, int32_t s, double *out) {
+    Arrays *a = &c->a;
+    int64_t num = a->compute[s] + a->fwd_sum[s] + a->rev_sum[s];
+    if (a->last_access[s] == NEVER) { *out = 0.0; return 0; }
+    int64_t stale = c->s.clock - a->last_access[s];
+    if (stale <= 0) { *out = INFINITY; return 0; }
+    return true_divide(num, (unsigned __int128)stale, out);
+}
+
+static int score(Core *c, int32_t s, double *out) {
+    Arrays *a = &c->a;
+    int64_t size = c->size[s];
+    switch (c->policy) {
+    case P_DTR:
+        return ratio_score(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s], size, c->s.clock,
+                           a->last_access[s], out);
+    case P_DTRLOCAL:
+        return ratio_score(a->compute[s], size, c->s.clock, a->last_access[s], out);
+    case P_MSPS:
+        if (size <= 0) { *out = INFINITY; return 0; }
+        return true_divide(a->compute[s] + a->rev_sum[s], (unsigned __int128)size, out);
+    case P_LRU:
+        *out = a->last_access[s] == NEVER ? -INFINITY : (double)a->last_access[s];
+        return 0;
+    case P_LARGEST:
+        *out = size > 0 ? 1.0 / (double)size : INFINITY;
+        return 0;
+    case P_NBHD: {
+        double h;
+        if (ratio_score(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s], size, c->s.clock,
+                        a->last_access[s], &h) < 0)
+            return -1;
+        if (isinf(h) && h > 0) { *out = INFINITY; return 0; } /* denominator not > 0 */
+        *out = h * (1 + c->nbhd_b * (double)e_star_size(c, s));
+        return 0;
+    }
+    case P_HESTAR:
+        *out = (double)e_star_size(c, s);
+        return 0;
+    case P_COSTSTALE:
+        return cost_stale(c, s, out);
+    }
+    *out = INFINITY;
+    return 0;
+}
+
+static int exceeds(Core *c, int64_t value);
+
+/* TwoPhase: candidates covering the shortfall (each test a budget comparison), else the k
+   largest; the lowest c(e*)/staleness wins, ties to the larger size, then the smaller id. */
+static int choose_twophase(Core *c, int64_t request, int32_t *victim, double *best,
+                           int32_t *runner, double *runner_score) {
+    Arrays *a = &c->a;
+    int64_t needed = c->s.memory + request;
+    c->cover.len = 0;
+    for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+        if (!exceeds(c, needed - c->size[s])) {
+            if (vec_reserve(&c->cover, c->cover.len + 1) < 0) return -1;
+            c->cover.items[c->cover.len++] = s;
+        }
+    }
+    if (c->cover.len == 0) { /* the k largest, by (-size, id) */
+        int32_t k = c->twophase_k;
+        for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+            if (vec_reserve(&c->cover, c->cover.len + 1) < 0) return -1;
+            Py_ssize_t j = c->cover.len++;
+            while (j > 0) { /* insertion keeps the list sorted by (-size, id) */
+                int32_t q = c->cover.items[j - 1];
+                if (c->size[q] > c->size[s] || (c->size[q] == c->size[s] && q < s)) break;
+                c->cover.items[j] = q;
+                j--;
+            }
+            c->cover.items[j] = s;
+            if (c->cover.len > k) c->cover.len = k;
+        }
+    }
+    c->s.heuristic_evals += c->cover.len;
+    *victim = -1;
+    *runner = -1;
+    double b1 = INFINITY, b2 = INFINITY;
+    for (Py_ssize_t i = 0; i < c->cover.len; i++) {
+        int32_t s = c->cover.items[i];
+        double x;
+        if (cost_stale(c, s, &x) < 0) return -1;
+        /* (cost, -size, id) lexicographic */
+        int better1 = *victim < 0 || x < b1 ||
+                      (x == b1 && (c->size[s] > c->size[*victim] ||
+                                   (c->size[s] == c->size[*victim] && s < *victim)));
+        if (better1) {
+            *runner = *victim;
+            b2 = b1;
+            *victim = s;
+            b1 = x;
+        } else if (*runner < 0 || x < b2 ||
+                   (x == b2 && (c->size[s] > c->size[*runner] ||
+                                (c->size[s] == c->size[*runner] && s < *runner)))) {
+            *runner = s;
+            b2 = x;
+        }
+    }
+    *best = b1;
+    *runner_score = b2;
+    return 0;
+}
+
+/* simrd's scan: the LAST candidate whose score is <= the best so far; stop at a score of 0.
+   The runner-up (for the event log) is the candidate the same rule picks without the victim. */
+static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32_t *runner,
+                  double *runner_score) {
+    if (c->policy == P_TWOPHASE)
+        return choose_twophase(c, request, victim, best, runner, runner_score);
+    Arrays *a = &c->a;
+    double b1 = INFINITY, b2 = INFINITY;
+    int32_t v1 = -1, v2 = -1;
+    int64_t evaluated = 0;
+    for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+        double x;
+        evaluated++;
+        if (score(c, s, &x) < 0) return -1;
+        if (x <= b1) {
+            v2 = v1;
+            b2 = b1;
+            v1 = s;
+            b1 = x;
+        } else if (x <= b2) {
+            v2 = s;
+            b2 = x;
+        }
+        if (x == 0) break;
+    }
+    c->s.heuristic_evals += evaluated;
+    *victim = v1;
+    *best = b1;
+    *runner = v2;
+    *runner_score = b2;
+    return 0;
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+static int take_snapshot(Core *c, int64_t value) {
+    if (c->n_snaps == c->max_snaps) { /* drop the oldest: it would save the least replay */
+        Snapshot *old = &c->snaps[0];
+        PyMem_Free(old->arena);
+        PyMem_Free(old->frames);
+        PyMem_Free(old->und);
+        memmove(c->snaps, c->snaps + 1, sizeof(Snapshot) * (c->n_snaps - 1));
+        c->n_snaps--;
+        c->snaps_dropped++;
+    }
+    if (c->n_snaps == c->snaps_cap) {
+        Py_ssize_t cap = c->snaps_cap ? c->snaps_cap * 2 : 16;
+        Snapshot *grown = (Snapshot *)PyMem_Realloc(c->snaps, sizeof(Snapshot) * cap);
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        c->snaps = grown;
+        c->snaps_cap = cap;
+    }
+    Snapshot *snap = &c->snaps[c->n_snaps];
+    snap->value = value;
+    snap->s = c->s;
+    snap->arena = (char *)PyMem_Malloc(c->arena_bytes);
+    snap->frames = (Frame *)PyMem_Malloc(sizeof(Frame) * (c->s.fs_top + 1));
+    snap->und = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (c->s.und_top + 1));
+    if (!snap->arena || !snap->frames || !snap->und) {
+        PyMem_Free(snap->arena);
+        PyMem_Free(snap->frames);
+        PyMem_Free(snap->und);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(snap->arena, c->arena, c->arena_bytes);
+    memcpy(snap->frames, c->frames, sizeof(Frame) * c->s.fs_top);
+    memcpy(snap->und, c->und.items, sizeof(int32_t) * c->s.und_top);
+    c->n_snaps++;
+    c->snaps_taken++;
+    return 0;
+}
+
+static int reserve_frames(Core *c, Py_ssize_t need) {
+    if (need <= c->frames_cap) return 0;
+    Py_ssize_t cap = c->frames_cap ? c->frames_cap : 64;
+    while (cap < need) cap *= 2;
+    Frame *grown = (Frame *)PyMem_Realloc(c->frames, sizeof(Frame) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->frames = grown;
+    c->frames_cap = cap;
+    return 0;
+}
+
+/* Restore the newest snapshot and make its value the budget (it then fits). */
+static int restore_snapshot(Core *c) {
+    Snapshot *snap = &c->snaps[c->n_snaps - 1];
+    if (reserve_frames(c, snap->s.fs_top + 1) < 0 || vec_reserve(&c->und, snap->s.und_top + 1) < 0)
+        return -1;
+    c->s = snap->s;
+    memcpy(c->arena, snap->arena, c->arena_bytes);
+    memcpy(c->frames, snap->frames, sizeof(Frame) * snap->s.fs_top);
+    memcpy(c->und.items, snap->und, sizeof(int32_t) * snap->s.und_top);
+    c->und.len = snap->s.und_top;
+    c->s.budget = snap->value;
+    PyMem_Free(snap->arena);
+    PyMem_Free(snap->frames);
+    PyMem_Free(snap->und);
+    c->n_snaps--;
+    return 0;
+}
+
+/* ---- the runtime -------------------------------------------------------------------------- */
+/* The one place the budget is read: `used + request > budget`, recorded for the interval. */
+static int exceeds(Core *c, int64_t value) {
+    if (!c->budget_inf && value > c->s.budget) {
+        if (value < c->s.exceeds_min) c->s.exceeds_min = value;
+        return 1;
+    }
+    if (value > c->s.fits_max) c->s.fits_max = value;
+    return 0;
+}
+
+static int evict(Core *c, int32_t s, int by_policy, double score_value, int32_t runner,
+                 double runner_score) {
+    Arrays *a = &c->a;
+    if (c->record_events) {
+        c->ev.seq++;
+        if (ev_push(c, by_policy ? E_EVICT_POLICY : E_EVICT_EAGER, c->ev.seq, c->s.operators,
+                    (int32_t)c->s.depth, s, c->size[s], by_policy ? score_value : NAN,
+                    c->s.pool_count, c->s.memory - c->s.pool_bytes, runner, runner_score) < 0)
+            return -1;
+    }
+    a->material[s] = 0;
+    c->s.memory -= c->size[s];
+    make_unevictable(c, s);
+    const int32_t *ts = c->st_items + c->st_off[s];
+    for (int32_t i = 0; i < a->st_len[s]; i++) a->defined[ts[i]] = 0;
+    c->s.evictions++;
+    if (by_policy) c->s.policy_evictions++;
+    if (c->regions && absorb_evicted(c, s) < 0) return -1;
+    return 0;
+}
+
+/* Start materializing tensor t: touch and lock its defined parents, list the others. */
+static int enter(Core *c, int32_t t, int remat) {
+    Arrays *a = &c->a;
+    if (reserve_frames(c, c->s.fs_top + 1) < 0) return -1;
+    c->s.depth++;
+    if (c->s.depth > c->s.max_depth) c->s.max_depth = c->s.depth;
+    if (remat) {
+        c->s.rematerializations++;
+        if (c->record_events &&
+            ev_push(c, E_REMAT, 0, c->s.operators, (int32_t)c->s.depth, c->tensor_storage[t], 0,
+                    NAN, 0, 0, -1, NAN) < 0)
+            return -1;
+    }
+    int32_t op = c->tensor_op[t];
+    const int32_t *args = c->op_args + c->op_args_off[op];
+    int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
+    for (int32_t j = 0; j < n_args; j++) a->last_access[c->tensor_storage[args[j]]] = c->s.clock;
+    for (int32_t j = 0; j < n_args; j++)
+        if (a->defined[args[j]]) lock(c, c->tensor_storage[args[j]]);
+    if (vec_reserve(&c->und, c->s.und_top + n_args + 1) < 0) return -1;
+    int32_t off = c->s.und_top, count = 0;
+    for (int32_t j = 0; j < n_args; j++)
+        if (!a->defined[args[j]]) c->und.items[off + count++] = args[j];
+    c->s.und_top += count;
+    Frame *f = &c->frames[c->s.fs_top++];
+    f->t = t;
+    f->remat = (int8_t)remat;
+    f->phase = 0;
+    f->returning = 0;
+    f->i = 0;
+    f->und_off = off;
+    f->und_len = count;
+    return 0;
+}
+
+static int compute_op(Core *c, int32_t t, int remat) {
+    Arrays *a = &c->a;
+    int32_t op = c->tensor_op[t];
+    int32_t first = c->op_first[op], n_out = c->op_nout[op];
+    if (vec_reserve(&c->order, n_out + 1) < 0 || vec_reserve(&c->news, n_out + 1) < 0) return -1;
+    int32_t *order = c->order.items, *news = c->news.items;
+    /* outputs other than t, then t: the order in which new storages join the pool */
+    int32_t n_order = 0, n_new = 0;
+    for (int32_t u = first; u < first + n_out; u++)
+        if (u != t) order[n_order++] = u;
+    order[n_order++] = t;
+    for (int32_t i = 0; i < n_order; i++)
+        if (!a->material[c->tensor_storage[order[i]]]) news[n_new++] = c->tensor_storage[order[i]];
+    int64_t cost = c->op_compute[op];
+    c->s.clock += cost;
+    c->s.memory += c->op_total[op];
+    if (c->s.memory > c->s.max_memory) c->s.max_memory = c->s.memory;
+    if (remat) c->s.remat_compute += cost;
+    else c->s.model_compute += cost;
+    /* outputs already defined were computed twice: their copies are dropped */
+    for (int32_t i = 0; i < n_order - 1; i++)
+        if (a->defined[order[i]]) c->s.memory -= c->tensor_size[order[i]];
+    for (int32_t i = 0; i < n_order; i++) {
+        a->material[c->tensor_storage[order[i]]] = 1;
+        a->defined[order[i]] = 1;
+    }
+    for (int32_t i = 0; i < n_new; i++)
+        if (a->ref_int[news[i]] == 0) make_evictable(c, news[i]);
+    if (c->regions && after_compute(c, news, n_new) < 0) return -1;
+    return 0;
+}
+
+/* Run the frame stack until it is empty, or to a terminal status. */
+static int materialize(Core *c) {
+    Arrays *a = &c->a;
+    while (c->s.fs_top > 0) {
+        Frame *f = &c->frames[c->s.fs_top - 1];
+        int32_t op = c->tensor_op[f->t];
+        if (f->phase == 0) {
+            const int32_t *und = c->und.items + f->und_off;
+            if (f->returning) {
+                lock(c, c->tensor_storage[und[f->i]]);
+                f->i++;
+                f->returning = 0;
+            }
+            int descended = 0;
+            while (f->i < f->und_len) {
+                int32_t p = und[f->i];
+                if (!a->defined[p]) { /* a sibling's rebuild may have defined it meanwhile */
+                    f->returning = 1;
+                    if (enter(c, p, 1) < 0) return ST_ERROR;
+                    descended = 1;
+                    break;
+                }
+                lock(c, c->tensor_storage[p]);
+                f->i++;
+            }
+            if (descended) continue;
+            int64_t pinned = c->s.memory - c->s.pool_bytes;
+            if (pinned > c->s.peak_pinned) {
+                c->s.peak_pinned = pinned;
+                c->s.depth_at_peak_pinned = c->s.depth;
+            }
+            if (c->record_events) {
+                int64_t o = c->s.operators;
+                if (pinned > c->ev.op_max_pinned[o]) c->ev.op_max_pinned[o] = pinned;
+                if (c->s.depth > c->ev.op_max_depth[o]) c->ev.op_max_depth[o] = c->s.depth;
+            }
+            f->phase = 1;
+        }
+        int64_t request = c->op_total[op];
+        for (;;) {
+            int64_t value = c->s.memory + request;
+            if (c->snapshots && !c->budget_inf && value > c->s.budget && value < c->s.exceeds_min) {
+                /* This comparison may be where the next budget's run first differs. */
+                if (take_snapshot(c, value) < 0) return ST_ERROR;
+            }
+            if (!exceeds(c, value)) break;
+            if (c->s.pool_count == 0) {
+                c->s.has_failure = 1;
+                c->s.f_operator = c->s.operators;
+                c->s.f_request = request;
+                c->s.f_pinned = c->s.memory - c->s.pool_bytes;
+                c->s.f_depth = c->s.depth;
+                c->s.f_over_by = c->s.memory + request - c->s.budget;
+                return ST_OOM;
+            }
+            int32_t victim, runner;
+            double best, runner_score;
+            if (choose(c, request, &victim, &best, &runner, &runner_score) < 0) return ST_ERROR;
+            if (evict(c, victim, 1, best, runner, runner_score) < 0) return ST_ERROR;
+            if (c->deadline > 0 && now_s() > c->deadline) return ST_TIMEOUT;
+        }
+        int32_t t = f->t;
+        int remat = f->remat;
+        if (compute_op(c, t, remat) < 0) return ST_ERROR;
+        const int32_t *args = c->op_args + c->op_args_off[op];
+        int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
+        for (int32_t j = 0; j < n_args; j++) unlock(c, c->tensor_storage[args[j]]);
+        if (c->s.remat_compute > c->remat_limit) return ST_THRASHED;
+        f = &c->frames[c->s.fs_top - 1];
+        c->s.und_top = f->und_off;
+        c->s.fs_top--;
+        c->s.depth--;
+    }
+    return 0;
+}
+
+/* Create op's output tensors (before materializing them), as the trace defines. */
+static int new_operator(Core *c, int32_t op) {
+    Arrays *a = &c->a;
+    int32_t first = c->op_first[op];
+    int64_t cost = c->op_compute[op];
+    const int32_t *args = c->op_args + c->op_args_off[op];
+    int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
+    for (int32_t i = 0; i < c->op_nout[op]; i++) {
+        int32_t t = first + i;
+        int32_t s = c->tensor_storage[t];
+        a->st_len[s]++; /* the static list holds t at this position (built in the same order) */
+        a->ref_ext[s]++;
+        if (a->last_op[s] < 0) {
+            a->last_op[s] = op;
+            a->compute[s] = cost;
+        } else if (a->last_op[s] != op) {
+            a->last_op[s] = op;
+            a->compute[s] += cost;
+        }
+        for (int32_t j = 0; j < n_args; j++) {
+            int32_t p = c->tensor_storage[args[j]];
+            if (p == s) continue;
+            /* the static lists are in the order edges first appear: the edge is new exactly
+               when it is the next one in the list */
+            int32_t k = a->ch_len[p];
+            if (c->ch_off[p] + k < c->ch_off[p + 1] && c->ch_items[c->ch_off[p] + k] == s)
+                a->ch_len[p]++;
+            k = a->pa_len[s];
+            if (c->pa_off[s] + k < c->pa_off[s + 1] && c->pa_items[c->pa_off[s] + k] == p)
+                a->pa_len[s]++;
+        }
+    }
+    return first;
+}
+
+static int finish_step(Core *c) {
+    Arrays *a = &c->a;
+    int kind = c->step_kind[c->s.step];
+    int32_t x = c->step_arg[c->s.step];
+    if (kind == K_COMPUTE) {
+        int32_t first = c->op_first[x];
+        for (int32_t i = 0; i < c->op_nout[x]; i++)
+            a->last_access[c->tensor_storage[first + i]] = c->s.clock;
+        if (c->deadline > 0 && now_s() > c->deadline) return ST_TIMEOUT;
+    } else if (kind == K_PIN) {
+        int32_t s = c->tensor_storage[x];
+        if (!a->pinned[s]) {
+            lock(c, s);
+            a->pinned[s] = 1;
+        }
+    }
+    return 0;
+}
+
+/* Run from the current position to the end of the trace or a terminal status. */
+static int run_on(Core *c) {
+    Arrays *a = &c->a;
+    while (c->s.step < c->n_steps) {
+        if (!c->s.mat_active) {
+            int kind = c->step_kind[c->s.step];
+            int32_t x = c->step_arg[c->s.step];
+            if (kind == K_COMPUTE) {
+                c->s.operators++;
+                int32_t first = new_operator(c, x);
+                if (enter(c, first, 0) < 0) return ST_ERROR;
+                c->s.mat_active = 1;
+            } else if (kind == K_GET) {
+                a->ref_ext[c->tensor_storage[x]]++;
+                c->s.step++;
+                continue;
+            } else if (kind == K_RELEASE) {
+                int32_t s = c->tensor_storage[x];
+                a->ref_ext[s]--;
+                if (a->ref_ext[s] == 0 && a->material[s] && !a->pinned[s])
+                    if (evict(c, s, 0, NAN, -1, NAN) < 0) return ST_ERROR;
+                c->s.step++;
+                continue;
+            } else if (!a->defined[x]) { /* PIN of an evicted tensor: rebuild it first */
+                if (enter(c, x, 1) < 0) return ST_ERROR;
+                c->s.mat_active = 1;
+            }
+        }
+        if (c->s.mat_active) {
+            int r = materialize(c);
+            if (r) return r;
+            c->s.mat_active = 0;
+        }
+        int r = finish_step(c);
+        if (r) return r;
+        c->s.step++;
+    }
+    return ST_OK;
+}
+
+static int run_to_end(Core *c) {
+    int status = run_on(c);
+    c->s.status = status;
+    if (status == ST_OOM && c->s.f_pinned > c->s.peak_pinned) {
+        c->s.peak_pinned = c->s.f_pinned;
+        c->s.depth_at_peak_pinned = c->s.f_depth;
+    }
+    return status;
+}
+
+/* ---- construction ------------------------------------------------------------------------- */
+static int get_buffer(PyObject *obj, Py_buffer *view, const char *what, Py_ssize_t itemsize) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "Core: %s must hold %zd-byte items", what, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static void *copy_buffer(PyObject *obj, const char *what, Py_ssize_t itemsize, Py_ssize_t *count) {
+    Py_buffer view;
+    if (get_buffer(obj, &view, what, itemsize) < 0) return NULL;
+    *count = view.len / itemsize;
+    void *out = PyMem_Malloc(view.len ? view.len : 1);
+    if (!out) PyErr_NoMemory();
+    else memcpy(out, view.buf, view.len);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static void Core_dealloc(Core *c) {
+    void *owned[] = {c->op_compute, c->op_total, c->tensor_size, c->size, c->op_first, c->op_nout,
+                     c->op_args_off, c->op_args, c->tensor_storage, c->tensor_op, c->step_kind,
+                     c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
+                     c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
+                     c->scratch_b, c->scratch_d, c->stack, c->cover.items, c->ev.kind.items,
+                     c->ev.storage.items, c->ev.depth.items, c->ev.pool_size.items,
+                     c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
+                     c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
+                     c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
+                     c->slot[1], c->clo, c->bases};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
+    for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
+        PyMem_Free(c->snaps[i].arena);
+        PyMem_Free(c->snaps[i].frames);
+        PyMem_Free(c->snaps[i].und);
+    }
+    PyMem_Free(c->snaps);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+/* CSR lists of each storage's tensors and of the storage graph's edges, in the order the
+   runtime creates them (the schedule's COMPUTE steps, in order). */
+static int build_static(Core *c) {
+    int32_t n = c->n;
+    int32_t *st_count = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    Vec32 ch_pairs = {0}; /* (parent, child) in order of appearance */
+    uint8_t *seen_op = (uint8_t *)PyMem_Calloc(c->n_ops + 1, 1);
+    /* dedupe edges with a hash set of (parent, child) */
+    Py_ssize_t pairs = 16, hcap = 1024;
+    for (int32_t op = 0; op < c->n_ops; op++)
+        pairs += (Py_ssize_t)c->op_nout[op] * (c->op_args_off[op + 1] - c->op_args_off[op]);
+    while (hcap < 2 * pairs) hcap *= 2;
+    int64_t *hash = (int64_t *)PyMem_Malloc(sizeof(int64_t) * hcap);
+    if (!st_count || !seen_op || !hash) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t i = 0; i < hcap; i++) hash[i] = -1;
+    for (int32_t step = 0; step < c->n_steps; step++) {
+        if (c->step_kind[step] != K_COMPUTE) continue;
+        int32_t op = c->step_arg[step];
+        if (op < 0 || op >= c->n_ops || seen_op[op]) {
+            PyErr_SetString(PyExc_ValueError, "Core: each operator must be computed once");
+            goto fail;
+        }
+        seen_op[op] = 1;
+        int32_t first = c->op_first[op];
+        const int32_t *args = c->op_args + c->op_args_off[op];
+        int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
+        for (int32_t i = 0; i < c->op_nout[op]; i++) {
+            int32_t s = c->tensor_storage[first + i];
+            st_count[s]++;
+            for (int32_t j = 0; j < n_args; j++) {
+                int32_t p = c->tensor_storage[args[j]];
+                if (p == s) continue;
+                int64_t key = (int64_t)p * n + s;
+                Py_ssize_t h = (Py_ssize_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 20) & (hcap - 1);
+                while (hash[h] != -1 && hash[h] != key) h = (h + 1) & (hcap - 1);
+                if (hash[h] == key) continue;
+                hash[h] = key;
+                if (vec_reserve(&ch_pairs, ch_pairs.len + 2) < 0) goto fail;
+                ch_pairs.items[ch_pairs.len++] = p;
+                ch_pairs.items[ch_pairs.len++] = s;
+            }
+        }
+    }
+    /* tensors per storage */
+    c->st_off = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->st_items = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->ch_off = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->pa_off = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    Py_ssize_t n_edges = ch_pairs.len / 2;
+    c->ch_items = (int32_t *)PyMem_Calloc(n_edges + 1, sizeof(int32_t));
+    c->pa_items = (int32_t *)PyMem_Calloc(n_edges + 1, sizeof(int32_t));
+    int32_t *fill = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    if (!c->st_off || !c->st_items || !c->ch_off || !c->pa_off || !c->ch_items || !c->pa_items || !fill) {
+        PyMem_Free(fill);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int32_t s = 0; s < n; s++) c->st_off[s + 1] = c->st_off[s] + st_count[s];
+    for (int32_t step = 0; step < c->n_steps; step++) {
+        if (c->step_kind[step] != K_COMPUTE) continue;
+        int32_t op = c->step_arg[step];
+        for (int32_t i = 0; i < c->op_nout[op]; i++) {
+            int32_t t = c->op_first[op] + i, s = c->tensor_storage[t];
+            c->st_items[c->st_off[s] + fill[s]++] = t;
+        }
+    }
+    memset(fill, 0, sizeof(int32_t) * (n + 1));
+    int32_t *pcount = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    int32_t *pfill = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    if (!pcount || !pfill) {
+        PyMem_Free(fill);
+        PyMem_Free(pcount);
+        PyMem_Free(pfill);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        fill[ch_pairs.items[2 * e]]++;
+        pcount[ch_pairs.items[2 * e + 1]]++;
+    }
+    for (int32_t s = 0; s < n; s++) {
+        c->ch_off[s + 1] = c->ch_off[s] + fill[s];
+        c->pa_off[s + 1] = c->pa_off[s] + pcount[s];
+    }
+    memset(fill, 0, sizeof(int32_t) * (n + 1));
+    for (Py_ssize_t e = 0; e < n_edges; e++) {
+        int32_t p = ch_pairs.items[2 * e], s = ch_pairs.items[2 * e + 1];
+        c->ch_items[c->ch_off[p] + fill[p]++] = s;
+        c->pa_items[c->pa_off[s] + pfill[s]++] = p;
+    }
+    PyMem_Free(fill);
+    PyMem_Free(pcount);
+    PyMem_Free(pfill);
+    PyMem_Free(st_count);
+    PyMem_Free(seen_op);
+    PyMem_Free(hash);
+    PyMem_Free(ch_pairs.items);
+    return 0;
+fail:
+    PyMem_Free(st_count);
+    PyMem_Free(seen_op);
+    PyMem_Free(hash);
+    PyMem_Free(ch_pairs.items);
+    return -1;
+}
+
+static size_t align8(size_t x) { return (x + 7) & ~(size_t)7; }
+
+static int build_arena(Core *c) {
+    size_t n = (size_t)c->n ? (size_t)c->n : 1;
+    size_t bits = sizeof(uint64_t) * n * c->words;
+    size_t offs[20], at = 0, k = 0;
+#define PLACE(bytes) (offs[k++] = at, at = align8(at + (bytes)))
+    PLACE(n); PLACE(n); PLACE(n); PLACE(n);                          /* u8 x4 */
+    for (int i = 0; i < 8; i++) PLACE(sizeof(int32_t) * n);          /* i32 x8 */
+    for (int i = 0; i < 4; i++) PLACE(sizeof(int64_t) * n);          /* i64 x4 */
+    for (int i = 0; i < 4; i++) PLACE(bits);                          /* bitsets x4 */
+#undef PLACE
+    c->arena_bytes = at;
+    c->arena = (char *)PyMem_Calloc(at, 1);
+    if (!c->arena) { PyErr_NoMemory(); return -1; }
+    Arrays *a = &c->a;
+    char *b = c->arena;
+    k = 0;
+    a->defined = (uint8_t *)(b + offs[k++]);
+    a->material = (uint8_t *)(b + offs[k++]);
+    a->pinned = (uint8_t *)(b + offs[k++]);
+    a->in_pool = (uint8_t *)(b + offs[k++]);
+    int32_t **i32s[8] = {&a->ref_int, &a->ref_ext, &a->last_op, &a->st_len,
+                         &a->ch_len, &a->pa_len, &a->pool_prev, &a->pool_next};
+    for (int i = 0; i < 8; i++) *i32s[i] = (int32_t *)(b + offs[k++]);
+    int64_t **i64s[4] = {&a->last_access, &a->compute, &a->fwd_sum, &a->rev_sum};
+    for (int i = 0; i < 4; i++) *i64s[i] = (int64_t *)(b + offs[k++]);
+    uint64_t **sets[4] = {&a->fwd_int, &a->fwd_fr, &a->rev_int, &a->rev_fr};
+    for (int i = 0; i < 4; i++) *sets[i] = (uint64_t *)(b + offs[k++]);
+    for (int32_t s = 0; s < c->n; s++) {
+        a->last_op[s] = -1;
+        a->last_access[s] = NEVER;
+        a->pool_prev[s] = a->pool_next[s] = -1;
+    }
+    return 0;
+}
+
+/* Core(n_tensors, op_compute, op_first, op_nout, op_args_off, op_args, op_total, tensor_size,
+        tensor_storage, tensor_op, storage_size, step_kind, step_arg, policy, budget, remat_limit,
+        retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
+        max_snapshots=64) */
+static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
+                             "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
+                             "storage_size", "step_kind", "step_arg", "policy", "budget",
+                             "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
+                             "events", "snapshots", "max_snapshots", "shared_search", NULL};
+    Py_ssize_t n;
+    PyObject *bufs[12];
+    const char *policy;
+    PyObject *budget, *remat_limit, *retain = NULL, *time_limit = Py_None;
+    double nbhd_b = 0.25;
+    int twophase_k = 8, events = 0, snapshots = 0;
+    Py_ssize_t max_snapshots = 64;
+    int shared_search = 1;
+    if (c->started) {
+        PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnp", kwlist, &n, &bufs[0],
+                                     &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
+                                     &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
+                                     &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
+                                     &time_limit, &events, &snapshots, &max_snapshots, &shared_search))
+        return -1;
+    c->started = 1;
+    if (n < 0 || n >= INT32_MAX / 2) {
+        PyErr_SetString(PyExc_ValueError, "Core: bad tensor count");
+        return -1;
+    }
+    c->n = (int32_t)n;
+    c->words = (n + 63) / 64 + 1;
+    Py_ssize_t n_ops, n_first, n_nout, n_off, n_args, n_total, n_tsize, n_tst, n_top, n_ssize,
+        n_kind, n_sarg;
+    c->op_compute = (int64_t *)copy_buffer(bufs[0], "op_compute", 8, &n_ops);
+    c->op_first = (int32_t *)copy_buffer(bufs[1], "op_first", 4, &n_first);
+    c->op_nout = (int32_t *)copy_buffer(bufs[2], "op_nout", 4, &n_nout);
+    c->op_args_off = (int32_t *)copy_buffer(bufs[3], "op_args_off", 4, &n_off);
+    c->op_args = (int32_t *)copy_buffer(bufs[4], "op_args", 4, &n_args);
+    c->op_total = (int64_t *)copy_buffer(bufs[5], "op_total", 8, &n_total);
+    c->tensor_size = (int64_t *)copy_buffer(bufs[6], "tensor_size", 8, &n_tsize);
+    c->tensor_storage = (int32_t *)copy_buffer(bufs[7], "tensor_storage", 4, &n_tst);
+    c->tensor_op = (int32_t *)copy_buffer(bufs[8], "tensor_op", 4, &n_top);
+    c->size = (int64_t *)copy_buffer(bufs[9], "storage_size", 8, &n_ssize);
+    c->step_kind = (int8_t *)copy_buffer(bufs[10], "step_kind", 1, &n_kind);
+    c->step_arg = (int32_t *)copy_buffer(bufs[11], "step_arg", 4, &n_sarg);
+    if (PyErr_Occurred()) return -1;
+    if (n_first != n_ops || n_nout != n_ops || n_off != n_ops + 1 || n_total != n_ops ||
+        n_tsize != n || n_tst != n || n_top != n || n_ssize != n || n_sarg != n_kind ||
+        c->op_args_off[n_ops] != n_args) {
+        PyErr_SetString(PyExc_ValueError, "Core: inconsistent program arrays");
+        return -1;
+    }
+    c->n_ops = (int32_t)n_ops;
+    c->n_steps = (int32_t)n_kind;
+    c->policy = -1;
+    for (int i = 0; i < P_COUNT; i++)
+        if (strcmp(policy, POLICY_NAMES[i]) == 0) c->policy = i;
+    if (c->policy < 0) {
+        PyErr_Format(PyExc_ValueError, "Core: policy %s is not implemented in C", policy);
+        return -1;
+    }
+    c->budget_inf = budget == Py_None;
+    if (!c->budget_inf) {
+        c->s.budget = PyLong_AsLongLong(budget);
+        if (PyErr_Occurred()) return -1;
+    }
+    if (remat_limit == Py_None) c->remat_limit = INT64_MAX;
+    else {
+        c->remat_limit = PyLong_AsLongLong(remat_limit);
+        if (PyErr_Occurred()) return -1;
+    }
+    c->regions = !c->budget_inf && POLICY_REGIONS[c->policy];
+    c->nbhd_b = nbhd_b;
+    c->twophase_k = twophase_k;
+    c->record_events = events;
+    /* A budget-reading policy compares inside its scan: resuming there is not supported. */
+    c->snapshots = snapshots && c->policy != P_TWOPHASE && !events;
+    c->max_snaps = max_snapshots > 0 ? max_snapshots : 1;
+    if (time_limit != Py_None) {
+        c->time_limit = PyFloat_AsDouble(time_limit);
+        if (PyErr_Occurred()) return -1;
+    }
+    c->retain = (uint8_t *)PyMem_Calloc(n + 1, 1);
+    if (!c->retain) { PyErr_NoMemory(); return -1; }
+    if (retain && retain != Py_None) {
+        PyObject *it = PyObject_GetIter(retain), *item;
+        if (!it) return -1;
+        while ((item = PyIter_Next(it))) {
+            Py_ssize_t s = PyLong_AsSsize_t(item);
+            Py_DECREF(item);
+            if (s < 0 || s >= n) {
+                Py_DECREF(it);
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Core: retain id out of range");
+                return -1;
+            }
+            c->retain[s] = 1;
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred()) return -1;
+    }
+    for (Py_ssize_t i = 0; i < n_args; i++)
+        if (c->op_args[i] < 0 || c->op_args[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "Core: argument tensor out of range");
+            return -1;
+        }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c->tensor_storage[i] < 0 || c->tensor_storage[i] >= n || c->tensor_op[i] < 0 ||
+            c->tensor_op[i] >= n_ops) {
+            PyErr_SetString(PyExc_ValueError, "Core: tensor table out of range");
+            return -1;
+        }
+    if (build_static(c) < 0 || build_arena(c) < 0) return -1;
+    c->scratch_a = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->scratch_b = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->scratch_d = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->bases = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    for (int d = 0; d < 2; d++) {
+        c->mark[d] = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+        c->done[d] = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+        c->slot[d] = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+        if (!c->mark[d] || !c->done[d] || !c->slot[d]) { PyErr_NoMemory(); return -1; }
+    }
+    c->shared_search = shared_search;
+    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (events) {
+        c->ev.op_max_pinned = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
+        c->ev.op_max_depth = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
+        if (!c->ev.op_max_pinned || !c->ev.op_max_depth) { PyErr_NoMemory(); return -1; }
+    }
+    c->s.clock = 1;
+    c->s.peak_pinned = -1; /* below any sample: the first check sets it, with its depth */
+    c->s.exceeds_min = INT64_MAX;
+    c->s.pool_head = c->s.pool_tail = -1;
+    c->s.status = ST_RUNNING;
+    if (reserve_frames(c, 64) < 0 || vec_reserve(&c->und, 256) < 0) return -1;
+    return 0;
+}
+
+/* ---- Python methods ------------------------------------------------------------------------ */
+static PyObject *status_result(Core *c, int status) {
+    if (status == ST_ERROR) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, c->error[0] ? c->error : "Core: error");
+        return NULL;
+    }
+    static const char *names[] = {"running", "ok", "oom", "thrashed", "timeout"};
+    return PyUnicode_FromString(names[status]);
+}
+
+static PyObject *Core_run(Core *c, PyObject *unused) {
+    if (c->s.status != ST_RUNNING || c->s.step != 0 || c->s.operators != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Core.run: already run (use resume)");
+        return NULL;
+    }
+    if (c->time_limit > 0) c->deadline = now_s() + c->time_limit;
+    return status_result(c, run_to_end(c));
+}
+
+/* Pop the newest snapshot, make its exceeding value the budget, and run on from there. */
+static PyObject *Core_resume(Core *c, PyObject *unused) {
+    if (c->n_snaps == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "Core.resume: no snapshot to resume from");
+        return NULL;
+    }
+    if (restore_snapshot(c) < 0) return NULL;
+    c->s.status = ST_RUNNING;
+    c->resumed_operator = (int32_t)c->s.operators;
+    return status_result(c, run_to_end(c));
+}
+
+static PyObject *Core_next_budget(Core *c, PyObject *unused) {
+    if (c->n_snaps == 0) Py_RETURN_NONE;
+    return PyLong_FromLongLong(c->snaps[c->n_snaps - 1].value);
+}
+
+static PyObject *Core_result(Core *c, PyObject *unused) {
+    Scalars *s = &c->s;
+    PyObject *failure;
+    if (s->has_failure && s->status == ST_OOM) {
+        failure = Py_BuildValue("{sLsLsLsLsL}", "operator", (long long)s->f_operator, "request",
+                                (long long)s->f_request, "pinned", (long long)s->f_pinned, "depth",
+                                (long long)s->f_depth, "over_by", (long long)s->f_over_by);
+    } else {
+        failure = Py_NewRef(Py_None);
+    }
+    if (!failure) return NULL;
+    PyObject *hi = s->exceeds_min == INT64_MAX ? Py_NewRef(Py_None)
+                                              : PyLong_FromLongLong(s->exceeds_min - 1);
+    if (!hi) { Py_DECREF(failure); return NULL; }
+    return Py_BuildValue(
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsn}", "clock", (long long)s->clock, "model_compute",
+        (long long)s->model_compute, "remat_compute", (long long)s->remat_compute, "evictions",
+        (long long)s->evictions, "policy_evictions", (long long)s->policy_evictions,
+        "rematerializations", (long long)s->rematerializations, "operators",
+        (long long)s->operators, "max_memory", (long long)s->max_memory, "peak_pinned",
+        (long long)(s->peak_pinned > 0 ? s->peak_pinned : 0), "depth_at_peak_pinned",
+        (long long)s->depth_at_peak_pinned, "max_nesting_depth", (long long)s->max_depth,
+        "heuristic_evals", (long long)s->heuristic_evals, "failure", failure, "lo",
+        (long long)s->fits_max, "hi", hi, "budget", (long long)s->budget, "resumed_operator",
+        (long long)c->resumed_operator, "snapshots", c->n_snaps);
+}
+
+static PyObject *Core_stats(Core *c, PyObject *unused) {
+    return Py_BuildValue("{sLsLsLsnsnsnsn}", "searches", (long long)c->searches, "visited",
+                         (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
+                         c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
+                         c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes);
+}
+
+static PyObject *list_i32(const Vec32 *v, Py_ssize_t rows) {
+    PyObject *out = PyList_New(rows);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        PyObject *x = PyLong_FromLong(v->items[i]);
+        if (!x) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+
+/* The event log as columns: kind, seq, operator, depth, storage, size, score, pool_size,
+   pinned, runner_up, runner_up_score; plus per-operator max pinned and depth. */
+static PyObject *Core_events(Core *c, PyObject *unused) {
+    if (!c->record_events) {
+        PyErr_SetString(PyExc_RuntimeError, "Core.events: the run was made without events");
+        return NULL;
+    }
+    Events *e = &c->ev;
+    PyObject *cols[6];
+    for (int k = 0; k < 6; k++) {
+        cols[k] = PyList_New(e->rows);
+        if (!cols[k]) return NULL;
+    }
+    for (Py_ssize_t i = 0; i < e->rows; i++) {
+        PyList_SET_ITEM(cols[0], i, PyLong_FromLongLong(e->i64[4 * i + 0]));
+        PyList_SET_ITEM(cols[1], i, PyLong_FromLongLong(e->i64[4 * i + 1]));
+        PyList_SET_ITEM(cols[2], i, PyLong_FromLongLong(e->i64[4 * i + 2]));
+        PyList_SET_ITEM(cols[3], i, PyLong_FromLongLong(e->i64[4 * i + 3]));
+        PyList_SET_ITEM(cols[4], i, PyFloat_FromDouble(e->f64[2 * i + 0]));
+        PyList_SET_ITEM(cols[5], i, PyFloat_FromDouble(e->f64[2 * i + 1]));
+    }
+    Py_ssize_t ops = c->s.operators;
+    PyObject *mp = PyList_New(ops), *md = PyList_New(ops);
+    if (!mp || !md) return NULL;
+    for (Py_ssize_t o = 1; o <= ops; o++) {
+        PyList_SET_ITEM(mp, o - 1, PyLong_FromLongLong(e->op_max_pinned[o]));
+        PyList_SET_ITEM(md, o - 1, PyLong_FromLongLong(e->op_max_depth[o]));
+    }
+    return Py_BuildValue("{sNsNsNsNsNsNsNsNsNsNsNsNsN}", "kind", list_i32(&e->kind, e->rows),
+                         "seq", cols[0], "operator", cols[1], "size", cols[2], "pinned", cols[3],
+                         "score", cols[4], "runner_up_score", cols[5], "depth",
+                         list_i32(&e->depth, e->rows), "storage", list_i32(&e->storage, e->rows),
+                         "pool_size", list_i32(&e->pool_size, e->rows), "runner_up",
+                         list_i32(&e->runner_up, e->rows), "op_max_pinned", mp, "op_max_depth",
+                         md);
+}
+
+static PyMethodDef Core_methods[] = {
+    {"run", (PyCFunction)Core_run, METH_NOARGS, "run() -> status: replay from the start"},
+    {"resume", (PyCFunction)Core_resume, METH_NOARGS,
+     "resume() -> status: the run at next_budget(), replayed from its divergence point"},
+    {"next_budget", (PyCFunction)Core_next_budget, METH_NOARGS,
+     "the smallest budget above the last run's interval, or None"},
+    {"result", (PyCFunction)Core_result, METH_NOARGS, "the last run's counters"},
+    {"stats", (PyCFunction)Core_stats, METH_NOARGS, "work counters"},
+    {"events", (PyCFunction)Core_events, METH_NOARGS, "the event log, as columns"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "engine.sim._native.core.Core",
+    .tp_basicsize = sizeof(Core),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Core_init,
+    .tp_dealloc = (destructor)Core_dealloc,
+    .tp_methods = Core_methods,
+    .tp_doc = "The DTR runtime in C (see engine/sim/native.py).",
+};
+
+static PyObject *py_true_divide(PyObject *self, PyObject *args) {
+    long long num;
+    PyObject *den_obj;
+    if (!PyArg_ParseTuple(args, "LO!", &num, &PyLong_Type, &den_obj)) return NULL;
+    unsigned __int128 den;
+    if (pylong_to_u128(den_obj, &den) < 0) return NULL;
+    if (den == 0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "division by zero");
+        return NULL;
+    }
+    double q;
+    if (true_divide(num, den, &q) < 0) return NULL;
+    return PyFloat_FromDouble(q);
+}
+
+static PyObject *py_policies(PyObject *self, PyObject *unused) {
+    PyObject *out = PyTuple_New(P_COUNT);
+    if (!out) return NULL;
+    for (int i = 0; i < P_COUNT; i++) PyTuple_SET_ITEM(out, i, PyUnicode_FromString(POLICY_NAMES[i]));
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"true_divide", py_true_divide, METH_VARARGS, "num / den as Python's int true division."},
+    {"policies", py_policies, METH_NOARGS, "the policies implemented in C"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "engine.sim._native.core", NULL, -1,
+                                    module_methods};
+
+PyMODINIT_FUNC PyInit_core(void) {
+    if (PyType_Ready(&CoreType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&CoreType);
+    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
+        Py_DECREF(&CoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

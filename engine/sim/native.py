@@ -1,0 +1,309 @@
+"""The C runtime (engine/sim/_native/core.c): the same replay as engine/sim/runtime.py, fast.
+
+`NativeSimulation` has the Python `Simulation`'s interface (`run() -> RunResult`) and gives
+the identical record; the tests compare the two on the golden records, the differential
+fixtures and random traces. It covers every policy but the two that keep Python-side state
+(DTREqClass's union-find, RandomStorage's generator); `supports` says which.
+
+`Walk` runs a budget range execution by execution and resumes each run where it first
+differs from the previous one (see core.c): the walk's records equal fresh runs' records
+field for field (tests/test_prefix_sharing.py).
+
+When the extension is not compiled, `available()` is False and everything runs in Python:
+identical results, 20-100x slower. `backend_description()` says which one runs.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.sim.runtime import INF, RunResult
+
+if TYPE_CHECKING:
+    from engine.sim.events import EventLog
+    from engine.sim.policies import Policy
+    from engine.sim.trace import Program
+
+try:
+    from engine.sim._native import core as _core  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - only when the extension was not compiled
+    _core = None
+
+NATIVE_POLICIES: frozenset[str] = frozenset(_core.policies()) if _core is not None else frozenset()
+STATUS = ("running", "ok", "oom", "thrashed", "timeout")
+EVENT_KINDS = ("evict_policy", "evict_eager", "remat")
+
+
+def available() -> bool:
+    return _core is not None
+
+
+def backend_description() -> str:
+    """One line saying which runtime runs, for `traces`, `bench` and the dashboard."""
+    if _core is not None:
+        return "runtime: native C (engine/sim/_native/core.c)"
+    return (
+        "runtime: PURE PYTHON - the C extension engine/sim/_native/core.c is not built, so runs "
+        "are 20-100x slower (same results); build it with `make setup` (needs gcc)"
+    )
+
+
+def supports(policy: Policy) -> bool:
+    return _core is not None and policy.name in NATIVE_POLICIES
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    """A program as flat typed arrays, the form the C runtime copies in."""
+
+    n_tensors: int
+    op_compute: array
+    op_first: array
+    op_nout: array
+    op_args_off: array
+    op_args: array
+    op_total: array
+    tensor_size: array
+    tensor_storage: array
+    tensor_op: array
+    storage_size: array
+    step_kind: array
+    step_arg: array
+
+
+_ARRAYS: dict[int, tuple[Program, _Arrays]] = {}
+
+
+def program_arrays(program: Program) -> _Arrays:
+    cached = _ARRAYS.get(id(program))
+    if cached is not None and cached[0] is program:
+        return cached[1]
+    n = program.n_tensors
+    tensor_size = array("q", bytes(8 * n))
+    tensor_storage = array("i", bytes(4 * n))
+    tensor_op = array("i", bytes(4 * n))
+    storage_size = array("q", bytes(8 * n))
+    args_off = array("i", [0])
+    args = array("i")
+    for op, first in enumerate(program.op_first_tensor):
+        op_args = program.op_args[op]
+        args.extend(op_args)
+        args_off.append(len(args))
+        for i, alias in enumerate(program.op_aliases[op]):
+            t = first + i
+            tensor_op[t] = op
+            tensor_size[t] = program.op_sizes[op][i]
+            s = t if alias == -1 else tensor_storage[op_args[alias]]
+            tensor_storage[t] = s
+            if alias == -1:
+                storage_size[s] = program.op_sizes[op][i]
+    built = _Arrays(
+        n_tensors=n,
+        op_compute=array("q", program.op_compute),
+        op_first=array("i", program.op_first_tensor),
+        op_nout=array("i", [len(s) for s in program.op_sizes]),
+        op_args_off=args_off,
+        op_args=args,
+        op_total=array("q", program.op_sizes_total),
+        tensor_size=tensor_size,
+        tensor_storage=tensor_storage,
+        tensor_op=tensor_op,
+        storage_size=storage_size,
+        step_kind=array("b", program.schedule_kind),
+        step_arg=array("i", program.schedule_arg),
+    )
+    if len(_ARRAYS) > 16:
+        _ARRAYS.clear()
+    _ARRAYS[id(program)] = (program, built)
+    return built
+
+
+def _limit(remat_limit: float) -> int | None:
+    """Thrashed when remat_compute > limit; for an integer count that is > floor(limit)."""
+    return None if remat_limit == INF else math.floor(remat_limit)
+
+
+def _core_for(
+    program: Program,
+    budget: int | None,
+    policy: Policy,
+    *,
+    remat_limit: float,
+    retain: frozenset[int],
+    time_limit: float | None = None,
+    events: bool = False,
+    snapshots: bool = False,
+    max_snapshots: int = 64,
+    shared_search: bool = True,
+) -> Any:
+    if _core is None:
+        raise RuntimeError("the C runtime is not built")
+    arrays = program_arrays(program)
+    return _core.Core(
+        arrays.n_tensors,
+        arrays.op_compute,
+        arrays.op_first,
+        arrays.op_nout,
+        arrays.op_args_off,
+        arrays.op_args,
+        arrays.op_total,
+        arrays.tensor_size,
+        arrays.tensor_storage,
+        arrays.tensor_op,
+        arrays.storage_size,
+        arrays.step_kind,
+        arrays.step_arg,
+        policy.name,
+        budget,
+        _limit(remat_limit),
+        retain=sorted(retain),
+        nbhd_b=float(policy.params.get("b", 0.25)),
+        twophase_k=int(policy.params.get("k", 8)),
+        time_limit=time_limit,
+        events=events,
+        snapshots=snapshots,
+        max_snapshots=max_snapshots,
+        shared_search=shared_search,
+    )
+
+
+def _result(status: str, raw: dict[str, Any], budget: int | None, wall: float) -> RunResult:
+    return RunResult(
+        status=status,
+        budget=budget,
+        clock=raw["clock"],
+        model_compute=raw["model_compute"],
+        remat_compute=raw["remat_compute"],
+        evictions=raw["evictions"],
+        policy_evictions=raw["policy_evictions"],
+        rematerializations=raw["rematerializations"],
+        operators=raw["operators"],
+        max_memory=raw["max_memory"],
+        peak_pinned=raw["peak_pinned"],
+        depth_at_peak_pinned=raw["depth_at_peak_pinned"],
+        max_nesting_depth=raw["max_nesting_depth"],
+        failure=raw["failure"],
+        same_execution={"lo": raw["lo"], "hi": raw["hi"]},
+        heuristic_evals=raw["heuristic_evals"],
+        wall_s=wall,
+    )
+
+
+class NativeSimulation:
+    """One replay in C; the interface of engine.sim.runtime.Simulation."""
+
+    def __init__(
+        self,
+        program: Program,
+        budget: int | None,
+        policy: Policy,
+        *,
+        remat_limit: float = INF,
+        retain: frozenset[int] = frozenset(),
+        time_limit: float | None = None,
+        events: EventLog | None = None,
+        shared_search: bool = True,
+    ) -> None:
+        self.budget = budget
+        self.events = events
+        self.core = _core_for(
+            program,
+            budget,
+            policy,
+            remat_limit=remat_limit,
+            retain=retain,
+            time_limit=time_limit,
+            events=events is not None,
+            shared_search=shared_search,
+        )
+
+    def run(self) -> RunResult:
+        start = time.monotonic()
+        status = self.core.run()
+        wall = time.monotonic() - start
+        if self.events is not None:
+            self.events.load_native(self.core.events())
+        return _result(status, self.core.result(), self.budget, wall)
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.core.stats())
+
+
+@dataclass
+class WalkStep:
+    """One distinct execution of a walk; `resumed_operator` is where its replay started
+    (0: from the start)."""
+
+    result: RunResult
+    resumed_operator: int
+
+
+class Walk:
+    """Every distinct execution from budget `start` upward, in budget order, each run
+    resumed from where it first differs from the previous one (prefix sharing).
+
+    Iterating yields one WalkStep per execution; the caller stops when it has gone far
+    enough. A budget-reading policy (TwoPhase) compares inside its scan, where no state is
+    kept, so its walk replays every run from the start (same records, no sharing).
+    """
+
+    def __init__(
+        self,
+        program: Program,
+        start: int,
+        policy: Policy,
+        *,
+        remat_limit: float = INF,
+        max_snapshots: int = 64,
+    ) -> None:
+        self.program = program
+        self.start = start
+        self.policy = policy
+        self.remat_limit = remat_limit
+        self.max_snapshots = max_snapshots
+        self.core: Any = None
+        self.fresh_runs = 0
+        self.resumed_runs = 0
+
+    def _fresh(self, budget: int) -> WalkStep:
+        self.core = _core_for(
+            self.program,
+            budget,
+            self.policy,
+            remat_limit=self.remat_limit,
+            retain=frozenset(),
+            snapshots=True,
+            max_snapshots=self.max_snapshots,
+        )
+        began = time.monotonic()
+        status = self.core.run()
+        self.fresh_runs += 1
+        return WalkStep(_result(status, self.core.result(), budget, time.monotonic() - began), 0)
+
+    def __iter__(self) -> Iterator[WalkStep]:
+        step = self._fresh(self.start)
+        while True:
+            yield step
+            hi = step.result.same_execution["hi"]
+            if hi is None:
+                return
+            budget = hi + 1
+            if self.core.next_budget() == budget:
+                began = time.monotonic()
+                status = self.core.resume()
+                raw = self.core.result()
+                self.resumed_runs += 1
+                wall = time.monotonic() - began
+                step = WalkStep(_result(status, raw, budget, wall), raw["resumed_operator"])
+            else:  # no state kept for that point (TwoPhase, or dropped): replay it
+                step = self._fresh(budget)
+
+    def stats(self) -> dict[str, int]:
+        out = dict(self.core.stats()) if self.core is not None else {}
+        out.update(fresh_runs=self.fresh_runs, resumed_runs=self.resumed_runs)
+        return out
