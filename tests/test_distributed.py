@@ -153,3 +153,23 @@ def test_unreachable_scheduler_is_one_line_and_stores_nothing(tmp_path: Path) ->
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "expected a reachable Dask scheduler" in done.stderr
     assert not db.parent.exists()
+
+
+def test_exact_walk_on_a_dask_cluster_equals_a_local_one(
+    tmp_path: Path, cluster: tuple[str, Path]
+) -> None:
+    """Chunks of an exact walk on the cluster's workers, stitched here: the same intervals
+    as a walk in this machine's one process."""
+    address, _ = cluster
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    walk = ("landscape", SYNTHETIC, "--from", "0.3", "--to", "0.6", "--json")
+    remote = cli(*walk, "--db", str(tmp_path / "dask.duckdb"), "--scheduler", address, env=env)
+    assert remote.returncode == 0, remote.stderr
+    local = cli(*walk, "--db", str(tmp_path / "local.duckdb"), env=env)
+    assert local.returncode == 0, local.stderr
+    a, b = json.loads(remote.stdout), json.loads(local.stdout)
+    assert a["complete"] and a["coverage"] == 1.0 and len(a["intervals"]) > 100
+    key = ("lo", "hi", "status", "overhead")
+    assert [tuple(i[k] for k in key) for i in a["intervals"]] == [
+        tuple(i[k] for k in key) for i in b["intervals"]
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,14 @@ def register(sub: Any) -> dict[str, Handler]:
     walk.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
     walk.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
     walk.add_argument("--max-runs", type=arguments.count, metavar="N", help="stop after N new runs")
+    run_on = walk.add_mutually_exclusive_group()
+    run_on.add_argument(
+        "--workers", type=arguments.count, default=1, help="local processes walking chunks"
+    )
+    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+    walk.add_argument(
+        "--intervals", action="store_true", help="list every interval (default: status stretches)"
+    )
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
     holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
@@ -78,6 +87,9 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
         cap=args.cap,
         max_runs=args.max_runs,
         traces=args.traces,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=sys.stderr,
     )
     if args.json:
         print(json.dumps(result))
@@ -88,10 +100,27 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
         f"coverage {result['coverage']:.4f}"
         + ("" if result["complete"] else f", stopped at {result['stopped_at']}")
     )
-    for step in result["intervals"]:
-        hi = "..." if step["hi"] is None else f"{step['hi']:,}"
-        print(f"  [{step['lo']:,}, {hi}] {step['status']}")
+    if args.intervals:
+        for step in result["intervals"]:
+            last = "..." if step["hi"] is None else f"{step['hi']:,}"
+            print(f"  [{step['lo']:,}, {last}] {step['status']}")
+        return 0
+    for status, lo, hi, count in stretches(result["intervals"]):
+        top = "..." if hi is None else f"{hi:,}"
+        print(f"  {status:<8} [{lo:,}, {top}]  {count:,} execution{'s' if count > 1 else ''}")
     return 0
+
+
+def stretches(steps: list[dict[str, Any]]) -> list[tuple[str, int, int | None, int]]:
+    """Consecutive intervals of one status merged: (status, lo, hi, executions)."""
+    out: list[tuple[str, int, int | None, int]] = []
+    for step in steps:
+        if out and out[-1][0] == step["status"]:
+            status, lo, _, count = out[-1]
+            out[-1] = (status, lo, step["hi"], count + 1)
+        else:
+            out.append((step["status"], step["lo"], step["hi"], 1))
+    return out
 
 
 def _cmd_edges(args: argparse.Namespace) -> int:

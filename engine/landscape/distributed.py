@@ -156,22 +156,27 @@ def run_shipped_task(task: RunTask, *, name: str, sha256: str, data: bytes) -> F
     return run_task(_trace_on_worker(name, sha256, data), task)
 
 
+def connect(scheduler: str) -> Any:
+    """A Dask client, or a one-line ValueError naming the address that did not answer."""
+    from distributed import Client
+
+    try:
+        return Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"--scheduler: expected a reachable Dask scheduler like tcp://HOST:PORT, "
+            f"could not connect to {scheduler!r} ({exc})"
+        ) from None
+
+
 class DaskExecutor:
     """Runs on a Dask cluster; connecting happens here, before anything is stored, so an
     unreachable scheduler is a one-line error and not a half-registered sweep."""
 
     def __init__(self, trace: TraceRef, sha256: str, scheduler: str) -> None:
-        from distributed import Client
-
         self.trace = trace
         self.sha256 = sha256
-        try:
-            self.client = Client(scheduler, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-        except (OSError, TimeoutError, ValueError, TypeError) as exc:
-            raise ValueError(
-                f"--scheduler: expected a reachable Dask scheduler like tcp://HOST:PORT, "
-                f"could not connect to {scheduler!r} ({exc})"
-            ) from None
+        self.client = connect(scheduler)
         self._data: Any = None
 
     def run(self, tasks: Sequence[RunTask]) -> Iterator[list[Finished]]:

@@ -20,8 +20,9 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+from engine.landscape.chunks import CHUNK_RUNS, CHUNK_SECONDS, ChunkRunner, ChunkTask, split
 from engine.landscape.holes import (
     SAME_SETTINGS,
     Interval,
@@ -75,10 +76,7 @@ class RunWriter:
         started = datetime.now()
         record = run_point(ref, budget=budget, policy=policy, cap=self.cap)
         record["run_id"] = uuid.uuid4().hex
-        self.pending.append((record, started, datetime.now()))
-        self.executed += 1
-        if len(self.pending) >= FLUSH_RUNS or time.monotonic() - self.flushed_at > FLUSH_SECONDS:
-            self.flush()
+        self.add(record, started, datetime.now())
         same = record["same_execution"]
         interval = Interval(
             same["lo"], same["hi"], record["status"], record["overhead"], record["run_id"]
@@ -86,6 +84,12 @@ class RunWriter:
         if not interval.contains(budget):  # the walk's progress rests on this
             raise RuntimeError(f"run at {budget} reported an interval [{same['lo']}, {same['hi']}]")
         return interval
+
+    def add(self, record: dict[str, Any], started: datetime, ended: datetime) -> None:
+        self.pending.append((record, started, ended))
+        self.executed += 1
+        if len(self.pending) >= FLUSH_RUNS or time.monotonic() - self.flushed_at > FLUSH_SECONDS:
+            self.flush()
 
     def flush(self) -> None:
         from engine.landscape.store import flatten
@@ -140,10 +144,17 @@ def walk_landscape(
     cap: float = DEFAULT_CAP,
     max_runs: int | None = None,
     traces: str | os.PathLike[str] | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: TextIO | None = None,
 ) -> dict[str, Any]:
-    """Classify every budget in [start, end]: run at start, then at hi + 1 of each interval,
-    until past end (or hi is null: every larger budget is the same run). Stored runs whose
-    interval covers the next budget are reused; `max_runs` bounds the new runs."""
+    """Classify every budget in [start, end]: one run per distinct execution, from start
+    upward (next budget = hi + 1), each resumed where it first differs from the previous one
+    (engine/landscape/chunks.py). Stored runs whose interval covers a budget are reused, so
+    only the uncovered gaps are walked; with several workers (or a Dask scheduler) the gaps
+    are cut into chunks walked side by side, and a chunk's last interval reaching into the
+    next chunk is the same execution as that chunk's first (stored once). `max_runs` bounds
+    the new runs (the walk then goes in order, in this process or one worker)."""
     if not 0 <= start < end:
         raise ValueError(f"the range must go upward: from {start} to {end}")
     the_policy, ref, program, known, _ = _stored(store, trace, policy, cap, traces)
@@ -160,35 +171,84 @@ def walk_landscape(
         to_budget=end,
     )
     certified = policy_certified(the_policy)
+    found: dict[tuple[int, int | None], Interval] = {(i.lo, i.hi): i for i in known}
+    new_ids: set[str] = set()
+    gaps = uncovered(known, start, end)
+    parallel = max_runs is None and (scheduler is not None or workers > 1)
+    assert program.sha256
+    runner = ChunkRunner(
+        ref,
+        program.sha256,
+        workers=workers if parallel else 1,
+        scheduler=(scheduler if parallel else None),
+    )
+    pieces = 4 * runner.workers if parallel else 1
+    limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
+    seconds = CHUNK_SECONDS / 8 if parallel else CHUNK_SECONDS  # report (and rebalance) often
+    runner.submit(
+        [
+            ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=seconds)
+            for ga, gb in gaps
+            for a, b in split(ga, gb, pieces)
+        ]
+    )
     writer = RunWriter(store, walk_id, "walk", cap)
-    steps: list[dict[str, Any]] = []
-    budget: int | None = start
+    meter = _WalkProgress(ref.name, start, end, known, progress)
     try:
-        while budget is not None and budget <= end:
-            at = covering(known, budget)
-            if at is not None:
-                interval, reused = known[at], True
-            elif max_runs is not None and writer.executed >= max_runs:
+        for done in runner.results():
+            if done.error is not None:
+                raise RuntimeError(
+                    f"walk chunk {done.task.start:,}..{done.task.end:,} failed on "
+                    f"{done.host or 'a worker'}: {done.error}"
+                )
+            for timed in done.runs:
+                record = timed.record
+                same = record["same_execution"]
+                if (same["lo"], same["hi"]) in found:
+                    continue  # a seam: the neighbouring chunk ran this execution already
+                interval = Interval(
+                    same["lo"], same["hi"], record["status"], record["overhead"], record["run_id"]
+                )
+                found[(interval.lo, interval.hi)] = interval
+                new_ids.add(interval.run_id or "")
+                writer.add(record, timed.started_at, timed.ended_at)
+                meter.add(interval)
+                if max_runs is not None and writer.executed >= max_runs:
+                    break
+            if max_runs is not None and writer.executed >= max_runs:
+                runner.queue.clear()
                 break
-            else:
-                interval, reused = writer.run(ref, budget, spec), False
-            steps.append({**interval.as_dict(), "reused": reused})
-            budget = None if interval.hi is None else interval.hi + 1
+            if done.next_budget is not None:
+                left = (
+                    CHUNK_RUNS if max_runs is None else min(CHUNK_RUNS, max_runs - writer.executed)
+                )
+                # The rest of the chunk, halved when a worker would otherwise sit idle: work
+                # gathers where intervals are narrow, which no split by bytes foresees.
+                halves = 2 if parallel and not runner.queue else 1
+                runner.submit(
+                    [
+                        ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
+                        for a, b in split(done.next_budget, done.task.end, halves, minimum=1)
+                    ]
+                )
     except BaseException:
         # interrupted: what was run is kept, and the walk says how far it certainly got
         writer.flush()
-        last = steps[-1]["hi"] if steps and certified else None
-        reached = None if last is None else min(last, end)
+        steps, stopped_at = _chain(found, new_ids, start, end)
+        reached = None if not (certified and steps) else min(end, (stopped_at or end + 1) - 1)
         store.add_walk(
             **row, ended_at=datetime.now(), reached=reached, complete=False, runs=writer.executed
         )
         raise
+    finally:
+        runner.close()
+        meter.close()
     writer.flush()
-    stopped_at = budget if budget is not None and budget <= end else None
+    steps, stopped_at = _chain(found, new_ids, start, end)
     if not certified:  # a budget between two runs' budgets may have decided differently
         stopped_at = start
     intervals = [Interval(s["lo"], s["hi"], s["status"]) for s in steps]
-    done = certified_bytes(intervals, start, end) if certified else 0
+    done_bytes = certified_bytes(intervals, start, end) if certified else 0
     reached = None
     if certified and steps:
         reached = end if stopped_at is None else stopped_at - 1
@@ -211,12 +271,81 @@ def walk_landscape(
         "intervals": steps,
         "runs_executed": writer.executed,
         "runs_reused": sum(1 for s in steps if s["reused"]),
-        "bytes_certified": done,
+        "bytes_certified": done_bytes,
         "bytes_asked": end - start + 1,
-        "coverage": done / (end - start + 1),
+        "coverage": done_bytes / (end - start + 1),
         "complete": complete,
         "stopped_at": stopped_at,
     }
+
+
+def uncovered(known: list[Interval], start: int, end: int) -> list[tuple[int, int]]:
+    """The stretches of [start, end] that no interval of the sorted, disjoint list covers."""
+    gaps: list[tuple[int, int]] = []
+    at = start
+    for interval in known:
+        if at > end:
+            break
+        top = end + 1 if interval.hi is None else interval.hi
+        if top < at:
+            continue
+        if interval.lo > at:
+            gaps.append((at, min(end, interval.lo - 1)))
+        at = max(at, top + 1)
+    if at <= end:
+        gaps.append((at, end))
+    return gaps
+
+
+def _chain(
+    found: dict[tuple[int, int | None], Interval], new_ids: set[str], start: int, end: int
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The intervals from start upward, each touching the next, until end is passed, every
+    larger budget is the same run (hi null), or a budget is not covered (returned)."""
+    ordered, _ = distinct_intervals(found.values())
+    steps: list[dict[str, Any]] = []
+    budget: int | None = start
+    while budget is not None and budget <= end:
+        at = covering(ordered, budget)
+        if at is None:
+            return steps, budget
+        interval = ordered[at]
+        steps.append({**interval.as_dict(), "reused": interval.run_id not in new_ids})
+        budget = None if interval.hi is None else interval.hi + 1
+    return steps, None
+
+
+class _WalkProgress:
+    """A progress line on stderr for long walks: share of the bytes certified, runs, rate."""
+
+    def __init__(
+        self, name: str, start: int, end: int, known: list[Interval], stream: TextIO | None
+    ) -> None:
+        self.name, self.start, self.end, self.stream = name, start, end, stream
+        self.bytes = certified_bytes(known, start, end)
+        self.runs = 0
+        self.began = self.shown = time.monotonic()
+
+    def add(self, interval: Interval) -> None:
+        self.bytes += certified_bytes([interval], self.start, self.end)
+        self.runs += 1
+        if self.stream is not None and time.monotonic() - self.shown > 10:
+            self.show()
+
+    def show(self) -> None:
+        assert self.stream is not None
+        self.shown = time.monotonic()
+        elapsed = max(self.shown - self.began, 1e-9)
+        share = 100 * self.bytes / (self.end - self.start + 1)
+        self.stream.write(
+            f"walk {self.name} {share:.2f}% of the bytes | {self.runs} runs | "
+            f"{self.runs / elapsed:.1f} runs/s | {elapsed:.0f} s\n"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.show()
 
 
 # -- edges ---------------------------------------------------------------------------------

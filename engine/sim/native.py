@@ -259,12 +259,14 @@ class Walk:
         policy: Policy,
         *,
         remat_limit: float = INF,
+        retain: frozenset[int] = frozenset(),
         max_snapshots: int = 64,
     ) -> None:
         self.program = program
         self.start = start
         self.policy = policy
         self.remat_limit = remat_limit
+        self.retain = retain
         self.max_snapshots = max_snapshots
         self.core: Any = None
         self.fresh_runs = 0
@@ -276,7 +278,7 @@ class Walk:
             budget,
             self.policy,
             remat_limit=self.remat_limit,
-            retain=frozenset(),
+            retain=self.retain,
             snapshots=True,
             max_snapshots=self.max_snapshots,
         )

@@ -50,6 +50,12 @@ def budget_for(ratio: float, peak: int) -> int:
     return int(ratio * peak)
 
 
+def limit_for(base: Baseline, cap: float) -> float:
+    """simrd's thrash limit: model compute x (cap - 1), an int when cap is integral."""
+    factor = int(cap) - 1 if float(cap).is_integer() else cap - 1
+    return base.model_compute * factor
+
+
 def parse_retain(text: str) -> frozenset[int]:
     """`3131,932` -> {3131, 932}; storage ids are simrd's (the id of the first tensor)."""
     ids: set[int] = set()
@@ -105,15 +111,13 @@ def run_point(
             f"--retain: {', '.join(map(str, unknown))} not a storage id of {ref.name} "
             f"(storage ids are tensor ids 0..{program.n_tensors - 1} of non-alias outputs)"
         )
-    # simrd's remat limit: model compute x (cap - 1), an int when cap is integral.
-    limit_factor = int(cap) - 1 if float(cap).is_integer() else cap - 1
     log = EventLog(program) if events is not None else None
     runtime = NativeSimulation if native and native_supports(the_policy) else Simulation
     sim = runtime(
         program,
         budget,
         the_policy,
-        remat_limit=base.model_compute * limit_factor,
+        remat_limit=limit_for(base, cap),
         retain=retain,
         time_limit=time_limit,
         events=log,

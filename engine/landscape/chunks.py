@@ -1,0 +1,225 @@
+"""The work of an exact walk, cut into chunks that run anywhere: here, in a process pool, or on
+a Dask cluster.
+
+A chunk walks budgets [start, end] execution by execution (engine/sim/native.py's `Walk`:
+each run resumes where it first differs from the previous one) and stops early after
+`max_seconds` or `max_runs`, returning where it stopped, so the parent can store what came
+back, keep the workers busy, and queue the rest as a new chunk. A killed walk therefore loses
+at most the chunks in flight, and the same command resumes from the store.
+
+Policies the C runtime does not implement, and TwoPhase (it compares inside its scan, where
+no state is kept), replay every run from the start: the same records, no sharing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from engine.sim import native
+from engine.sim.policies import make_policy
+from engine.sim.simulate import baseline, limit_for, load, make_record, run_point
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from engine.sim.catalog import TraceRef
+
+CHUNK_SECONDS = 20.0  # a chunk reports back at least this often (a killed walk loses less)
+CHUNK_RUNS = 2000
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    policy: str
+    cap: float
+    start: int  # the first budget to run
+    end: int  # the last budget of the chunk (its last interval may reach beyond)
+    max_runs: int = CHUNK_RUNS
+    max_seconds: float = CHUNK_SECONDS
+
+
+@dataclass
+class Timed:
+    record: dict[str, Any]
+    started_at: datetime
+    ended_at: datetime
+
+
+@dataclass
+class ChunkDone:
+    task: ChunkTask
+    runs: list[Timed] = field(default_factory=list)
+    next_budget: int | None = None  # where the chunk stopped early, else None
+    error: str | None = None
+    host: str | None = None
+    fresh_runs: int = 0
+    resumed_runs: int = 0
+
+
+def walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
+    """Walk one chunk in this process."""
+    try:
+        return _walk_chunk(trace, task)
+    except Exception as exc:  # reported per chunk; the walk goes on with the others
+        return ChunkDone(task, error=f"{type(exc).__name__}: {exc}", host=socket.gethostname())
+
+
+def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
+    ref, program = load(trace)
+    base = baseline(program)
+    policy = make_policy(task.policy)
+    done = ChunkDone(task, host=socket.gethostname())
+    began = time.monotonic()
+    budget: int | None = task.start
+    sharing = native.supports(policy) and not policy.reads_budget
+    steps: Iterator[native.WalkStep] | None = None
+    if sharing:
+        walk = native.Walk(program, task.start, policy, remat_limit=limit_for(base, task.cap))
+        steps = iter(walk)
+    while budget is not None and budget <= task.end:
+        if len(done.runs) >= task.max_runs or time.monotonic() - began > task.max_seconds:
+            done.next_budget = budget
+            break
+        started = datetime.now()
+        if steps is not None:
+            result = next(steps).result
+            record = make_record(ref, program, base, result, policy.spec, None, frozenset())
+        else:
+            record = run_point(ref, budget=budget, policy=task.policy, cap=task.cap)
+        record["run_id"] = uuid.uuid4().hex
+        same = record["same_execution"]
+        if not same["lo"] <= budget <= (same["hi"] if same["hi"] is not None else budget):
+            raise RuntimeError(f"run at {budget} reported an interval [{same['lo']}, {same['hi']}]")
+        done.runs.append(Timed(record, started, datetime.now()))
+        budget = None if same["hi"] is None else same["hi"] + 1
+    if sharing:
+        stats = walk.stats()
+        done.fresh_runs, done.resumed_runs = stats["fresh_runs"], stats["resumed_runs"]
+    else:
+        done.fresh_runs = len(done.runs)
+    return done
+
+
+def split(start: int, end: int, pieces: int, minimum: int = 1 << 20) -> list[tuple[int, int]]:
+    """[start, end] in at most `pieces` contiguous parts of at least `minimum` bytes."""
+    width = end - start + 1
+    count = max(1, min(pieces, width // minimum))
+    bounds = [start + width * k // count for k in range(count + 1)]
+    return [(bounds[k], bounds[k + 1] - 1) for k in range(count)]
+
+
+# -- where chunks run ------------------------------------------------------------------------
+class ChunkRunner:
+    """Runs chunk tasks in this process (workers=1), a spawned process pool, or on Dask, and
+    yields each ChunkDone as it finishes; `submit` may be called while iterating."""
+
+    def __init__(
+        self, trace: TraceRef, sha256: str, *, workers: int = 1, scheduler: str | None = None
+    ) -> None:
+        self.trace = trace
+        self.sha256 = sha256
+        self.workers = workers
+        self.queue: list[ChunkTask] = []
+        self._pool: ProcessPoolExecutor | None = None
+        self._client: Any = None
+        self._data: Any = None
+        if scheduler:
+            from engine.landscape.distributed import connect
+
+            self._client = connect(scheduler)
+            self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
+
+    def submit(self, tasks: Sequence[ChunkTask]) -> None:
+        self.queue.extend(tasks)
+
+    def results(self) -> Iterator[ChunkDone]:
+        if self._client is not None:
+            yield from self._dask()
+        elif self.workers <= 1:
+            while self.queue:
+                yield walk_chunk(self.trace, self.queue.pop(0))
+        else:
+            yield from self._local_pool()
+
+    def _local_pool(self) -> Iterator[ChunkDone]:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        from engine.landscape.distributed import _exit_with_parent
+
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
+        pending: set[Future[ChunkDone]] = set()
+        try:
+            while self.queue or pending:
+                while self.queue and len(pending) < self.workers:
+                    pending.add(self._pool.submit(walk_chunk, self.trace, self.queue.pop(0)))
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    yield future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def _dask(self) -> Iterator[ChunkDone]:
+        from distributed import as_completed
+
+        if self._data is None:  # the trace's bytes, once per worker
+            self._data = self._client.scatter(
+                self.trace.path.read_bytes(), broadcast=True, hash=False
+            )
+        running = as_completed([], loop=self._client.loop, with_results=True, raise_errors=False)
+        tasks: dict[str, ChunkTask] = {}
+
+        def feed() -> None:
+            while self.queue and len(tasks) < 2 * self.workers:
+                task = self.queue.pop(0)
+                future = self._client.submit(
+                    walk_shipped_chunk,
+                    task,
+                    name=self.trace.name,
+                    sha256=self.sha256,
+                    data=self._data,
+                    pure=False,
+                )
+                tasks[future.key] = task
+                running.add(future)
+
+        feed()
+        try:
+            for future, result in running:
+                task = tasks.pop(future.key)
+                if not isinstance(result, ChunkDone):
+                    exc = result[1] if isinstance(result, tuple) else result
+                    result = ChunkDone(task, error=f"{type(exc).__name__}: {exc}")
+                yield result
+                feed()
+        finally:
+            running.clear()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def walk_shipped_chunk(task: ChunkTask, *, name: str, sha256: str, data: bytes) -> ChunkDone:
+    """A Dask task: the trace arrives as bytes (scattered once), the chunk walks here."""
+    from engine.landscape.distributed import _trace_on_worker
+
+    return walk_chunk(_trace_on_worker(name, sha256, data), task)
