@@ -140,6 +140,8 @@ def _core_for(
     snapshots: bool = False,
     max_snapshots: int = 64,
     shared_search: bool = True,
+    merging: bool = True,
+    verify_hash: bool = False,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -169,6 +171,8 @@ def _core_for(
         snapshots=snapshots,
         max_snapshots=max_snapshots,
         shared_search=shared_search,
+        merging=merging,
+        verify_hash=verify_hash,
     )
 
 

@@ -89,7 +89,21 @@ typedef struct {
     int32_t has_failure;
     int64_t f_operator, f_request, f_pinned, f_depth, f_over_by;
     int32_t fs_top, und_top;
+    /* walks only (see "trajectories" below): the state hash, and the open segment's sums */
+    uint64_t h1, h2;
+    int32_t seg_open; /* the boundary (step index) that opened the current segment, or -1 */
+    int64_t seg_evictions, seg_policy_evictions, seg_remats, seg_evals; /* counters at its start */
+    int64_t seg_max_memory, seg_max_pinned, seg_depth_at_max_pinned, seg_max_depth;
+    int64_t seg_fits_max, seg_exceeds_min;
 } Scalars;
+
+/* One segment of a run's trajectory: from the boundary before a COMPUTE step (or the trace's
+   start) to the next one. What a run that merges here takes over from the trajectory. */
+typedef struct {
+    uint64_t h1, h2; /* the state hash at the segment's opening boundary */
+    int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
+    int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
+} Segment;
 
 /* per-storage and per-tensor arrays inside the arena, as offsets */
 typedef struct {
@@ -101,6 +115,7 @@ typedef struct {
 
 typedef struct {
     int64_t value; /* the exceeding value compared at this point: the next walk budget */
+    int lazy;      /* the live state itself (a merged run's boundary): nothing was copied */
     Scalars s;
     char *arena;
     Frame *frames;
@@ -163,6 +178,18 @@ typedef struct {
     Snapshot *snaps;
     Py_ssize_t n_snaps, snaps_cap, max_snaps, snaps_dropped, snaps_taken;
     Events ev;
+    /* trajectories (walks): the last run's segments, indexed by opening boundary step */
+    int tracking, verify_hash, merging, resuming, traj_valid, merged;
+    Segment *traj;
+    int64_t *sufmin;   /* min exceeds_min over the trajectory's segments from a boundary on */
+    int32_t traj_last; /* the opening step of the trajectory's last segment */
+    int32_t traj_status, traj_has_failure;
+    int64_t traj_f_operator, traj_f_request, traj_f_pinned, traj_f_depth, traj_f_value;
+    int64_t traj_clock, traj_model, traj_remat, traj_operators;
+    Scalars out; /* the last run's result (differs from s when the run merged) */
+    int64_t merges, merges_blocked, steps_skipped, boundaries_after_block, boundaries_resumed;
+    int32_t first_block;
+    int64_t repeats_seen;
     int64_t searches, visited, edges_seen, plain_passes;
     char error[240];
     int started;
@@ -179,6 +206,59 @@ static inline void set_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] |= (uint64_t)1
 static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 
 static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
+
+/* ---- the state hash (walks only) ------------------------------------------------------------
+   A walk's run that reaches a boundary in exactly the state the previous run had there goes on
+   exactly as that run did (up to budget comparisons, checked separately), so it can take the
+   rest over instead of replaying it. "Exactly the state" is tested by a 128-bit hash of the
+   whole arena, kept up to date on every write: the XOR over every non-zero element (and every
+   non-zero bitset word) of a mix of its arena offset and value. The writers below update it;
+   with `verify_hash` every boundary recomputes it from scratch and compares (the tests). */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline void hash_term(Core *c, const void *p, uint64_t v) {
+    if (!v) return;
+    uint64_t key = (uint64_t)((const char *)p - c->arena);
+    uint64_t x = mix64(key * 0x9e3779b97f4a7c15ULL ^ v);
+    c->s.h1 ^= x;
+    c->s.h2 ^= mix64(x ^ (v * 0xc2b2ae3d27d4eb4fULL) ^ (key << 17));
+}
+
+/* Hashed writes of one arena element. */
+#define PUT(c, lvalue, value)                                                                   \
+    do {                                                                                        \
+        __typeof__(lvalue) *p_ = &(lvalue);                                                     \
+        __typeof__(lvalue) v_ = (value);                                                        \
+        if ((c)->tracking) {                                                                    \
+            hash_term((c), p_, (uint64_t)*p_);                                                  \
+            hash_term((c), p_, (uint64_t)v_);                                                   \
+        }                                                                                       \
+        *p_ = v_;                                                                               \
+    } while (0)
+
+static inline void put_word(Core *c, uint64_t *w, uint64_t v) {
+    if (*w == v) return;
+    if (c->tracking) {
+        hash_term(c, w, *w);
+        hash_term(c, w, v);
+    }
+    *w = v;
+}
+
+/* A bitset row about to be rewritten wholesale: its words leave the hash (call again once
+   rewritten, and they enter it: XOR is its own inverse). */
+static inline void hash_row(Core *c, const uint64_t *r) {
+    if (!c->tracking) return;
+    for (Py_ssize_t k = 0; k < c->words; k++)
+        if (r[k]) hash_term(c, r + k, r[k]);
+}
 
 /* ---- events ----------------------------------------------------------------------------- */
 enum { E_EVICT_POLICY = 0, E_EVICT_EAGER = 1, E_REMAT = 2 };
@@ -218,10 +298,10 @@ static int ev_push(Core *c, int kind, int64_t seq, int64_t op, int32_t depth, in
 static inline void make_evictable(Core *c, int32_t s) {
     Arrays *a = &c->a;
     if (a->in_pool[s] || c->retain[s]) return;
-    a->in_pool[s] = 1;
-    a->pool_prev[s] = c->s.pool_tail;
-    a->pool_next[s] = -1;
-    if (c->s.pool_tail >= 0) a->pool_next[c->s.pool_tail] = s;
+    PUT(c, a->in_pool[s], 1);
+    PUT(c, a->pool_prev[s], c->s.pool_tail);
+    PUT(c, a->pool_next[s], -1);
+    if (c->s.pool_tail >= 0) PUT(c, a->pool_next[c->s.pool_tail], s);
     else c->s.pool_head = s;
     c->s.pool_tail = s;
     c->s.pool_count++;
@@ -231,11 +311,11 @@ static inline void make_evictable(Core *c, int32_t s) {
 static inline void make_unevictable(Core *c, int32_t s) {
     Arrays *a = &c->a;
     if (!a->in_pool[s]) return;
-    a->in_pool[s] = 0;
+    PUT(c, a->in_pool[s], 0);
     int32_t p = a->pool_prev[s], q = a->pool_next[s];
-    if (p >= 0) a->pool_next[p] = q;
+    if (p >= 0) PUT(c, a->pool_next[p], q);
     else c->s.pool_head = q;
-    if (q >= 0) a->pool_prev[q] = p;
+    if (q >= 0) PUT(c, a->pool_prev[q], p);
     else c->s.pool_tail = p;
     c->s.pool_count--;
     c->s.pool_bytes -= c->size[s];
@@ -243,11 +323,12 @@ static inline void make_unevictable(Core *c, int32_t s) {
 
 static inline void lock(Core *c, int32_t s) {
     if (c->a.ref_int[s] == 0) make_unevictable(c, s);
-    c->a.ref_int[s]++;
+    PUT(c, c->a.ref_int[s], c->a.ref_int[s] + 1);
 }
 
 static inline void unlock(Core *c, int32_t s) {
-    if (--c->a.ref_int[s] == 0) make_evictable(c, s);
+    PUT(c, c->a.ref_int[s], c->a.ref_int[s] - 1);
+    if (c->a.ref_int[s] == 0) make_evictable(c, s);
 }
 
 /* ---- maintained evicted neighbourhoods (engine/sim/regions.py is the reference) ---------- */
@@ -258,6 +339,8 @@ static void search(Core *c, int32_t base, int forward) {
     const int32_t *len = forward ? a->ch_len : a->pa_len;
     uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
     uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
+    hash_row(c, interior);
+    hash_row(c, frontier);
     memset(interior, 0, sizeof(uint64_t) * c->words);
     memset(frontier, 0, sizeof(uint64_t) * c->words);
     const uint8_t *material = a->material;
@@ -282,7 +365,9 @@ static void search(Core *c, int32_t base, int forward) {
             }
         }
     }
-    (forward ? a->fwd_sum : a->rev_sum)[base] = total;
+    hash_row(c, interior);
+    hash_row(c, frontier);
+    PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
 }
 
 /* All the fresh searches of one direction in one after_compute, sharing their work.
@@ -381,6 +466,8 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         int32_t base = bases[b];
         uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
         uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
+        hash_row(c, interior);
+        hash_row(c, frontier);
         memset(interior, 0, sizeof(uint64_t) * GW);
         memset(frontier, 0, sizeof(uint64_t) * GW);
         memset(li, 0, sizeof(uint64_t) * 2 * W);
@@ -413,7 +500,9 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
             }
         }
         if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
-        (forward ? a->fwd_sum : a->rev_sum)[base] = total;
+        hash_row(c, interior);
+        hash_row(c, frontier);
+        PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
         c->searches++;
     }
     return 0;
@@ -485,22 +574,23 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                          "frontier (simrd stops on an assertion here)", p, s);
                 return -1;
             }
-            clear_bit(front, s);
+            put_word(c, &front[s >> 6], front[s >> 6] & ~((uint64_t)1 << (s & 63)));
             for (Py_ssize_t k = 0; k < c->words; k++) {
-                front[k] |= s_front[k];
+                put_word(c, &front[k], front[k] | s_front[k]);
                 diff[k] = s_int[k] & ~interior[k];
             }
             set_bit(diff, s);
             int64_t added = 0;
             for (Py_ssize_t k = 0; k < c->words; k++) {
                 uint64_t d = diff[k];
-                interior[k] |= d;
+                if (!d) continue;
+                put_word(c, &interior[k], interior[k] | d);
                 while (d) {
                     added += a->compute[(k << 6) + __builtin_ctzll(d)];
                     d &= d - 1;
                 }
             }
-            sum[p] += added;
+            PUT(c, sum[p], sum[p] + added);
         }
     }
     return 0;
@@ -509,12 +599,14 @@ static int absorb_into(Core *c, int32_t s, int forward) {
 static int absorb_evicted(Core *c, int32_t s) {
     Arrays *a = &c->a;
     if (absorb_into(c, s, 1) < 0 || absorb_into(c, s, 0) < 0) return -1;
-    memset(row(c, a->fwd_int, s), 0, sizeof(uint64_t) * c->words);
-    memset(row(c, a->fwd_fr, s), 0, sizeof(uint64_t) * c->words);
-    memset(row(c, a->rev_int, s), 0, sizeof(uint64_t) * c->words);
-    memset(row(c, a->rev_fr, s), 0, sizeof(uint64_t) * c->words);
-    a->fwd_sum[s] = 0;
-    a->rev_sum[s] = 0;
+    uint64_t *rows[4] = {row(c, a->fwd_int, s), row(c, a->fwd_fr, s), row(c, a->rev_int, s),
+                         row(c, a->rev_fr, s)};
+    for (int k = 0; k < 4; k++) {
+        hash_row(c, rows[k]);
+        memset(rows[k], 0, sizeof(uint64_t) * c->words);
+    }
+    PUT(c, a->fwd_sum[s], 0);
+    PUT(c, a->rev_sum[s], 0);
     return 0;
 }
 
@@ -680,7 +772,7 @@ static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32
 }
 
 /* ---- snapshots ---------------------------------------------------------------------------- */
-static int take_snapshot(Core *c, int64_t value) {
+static int push_snapshot(Core *c, int64_t value, int lazy) {
     if (c->n_snaps == c->max_snaps) { /* drop the oldest: it would save the least replay */
         Snapshot *old = &c->snaps[0];
         PyMem_Free(old->arena);
@@ -699,6 +791,14 @@ static int take_snapshot(Core *c, int64_t value) {
     }
     Snapshot *snap = &c->snaps[c->n_snaps];
     snap->value = value;
+    snap->lazy = lazy;
+    if (lazy) {
+        snap->arena = NULL;
+        snap->frames = NULL;
+        snap->und = NULL;
+        c->n_snaps++;
+        return 0;
+    }
     snap->s = c->s;
     snap->arena = (char *)PyMem_Malloc(c->arena_bytes);
     snap->frames = (Frame *)PyMem_Malloc(sizeof(Frame) * (c->s.fs_top + 1));
@@ -718,6 +818,8 @@ static int take_snapshot(Core *c, int64_t value) {
     return 0;
 }
 
+static int take_snapshot(Core *c, int64_t value) { return push_snapshot(c, value, 0); }
+
 static int reserve_frames(Core *c, Py_ssize_t need) {
     if (need <= c->frames_cap) return 0;
     Py_ssize_t cap = c->frames_cap ? c->frames_cap : 64;
@@ -732,6 +834,11 @@ static int reserve_frames(Core *c, Py_ssize_t need) {
 /* Restore the newest snapshot and make its value the budget (it then fits). */
 static int restore_snapshot(Core *c) {
     Snapshot *snap = &c->snaps[c->n_snaps - 1];
+    if (snap->lazy) { /* the live state is that point already */
+        c->s.budget = snap->value;
+        c->n_snaps--;
+        return 0;
+    }
     if (reserve_frames(c, snap->s.fs_top + 1) < 0 || vec_reserve(&c->und, snap->s.und_top + 1) < 0)
         return -1;
     c->s = snap->s;
@@ -747,14 +854,213 @@ static int restore_snapshot(Core *c) {
     return 0;
 }
 
+/* ---- trajectories (walks) ------------------------------------------------------------------
+   Prefix sharing starts a walk's next run where it first differs from the previous one; most
+   such runs then fall back into the previous run's exact state a few operators later (the
+   other decision is made up for at the next budget check). From there the run would replay
+   the previous run's rest, with one possible exception: a comparison whose outcome the new
+   budget flips. So every run in a walk keeps its trajectory: at each boundary (before each
+   COMPUTE step) the state hash, and per segment between boundaries what the run's record
+   needs (counter increments, maxima, the nearest compared values on each side of the
+   budget). A resumed run that reaches a boundary with the trajectory's hash there, where no
+   later comparison of the trajectory has a value the new budget flips (all its exceeding
+   values are >= the new budget, so exactly those equal to it), merges: its record is its own
+   up to the boundary plus the trajectory's segments from there, and its trajectory is the
+   previous one's from there on. The live state stays at the boundary: when the next budget's
+   first difference lies in the taken-over part, its run restarts from there (a "lazy"
+   snapshot, nothing copied) and merges again later if it can. */
+enum { ST_MERGED = 6 };
+
+static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
+    uint64_t keep1 = c->s.h1, keep2 = c->s.h2;
+    Arrays *a = &c->a;
+    Py_ssize_t n = c->n;
+    c->s.h1 = c->s.h2 = 0;
+    uint8_t *u8s[4] = {a->defined, a->material, a->pinned, a->in_pool};
+    int32_t *i32s[8] = {a->ref_int, a->ref_ext, a->last_op, a->st_len,
+                        a->ch_len, a->pa_len, a->pool_prev, a->pool_next};
+    int64_t *i64s[4] = {a->last_access, a->compute, a->fwd_sum, a->rev_sum};
+    uint64_t *sets[4] = {a->fwd_int, a->fwd_fr, a->rev_int, a->rev_fr};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (int k = 0; k < 4; k++) hash_term(c, &u8s[k][i], (uint64_t)u8s[k][i]);
+        for (int k = 0; k < 8; k++) hash_term(c, &i32s[k][i], (uint64_t)i32s[k][i]);
+        for (int k = 0; k < 4; k++) hash_term(c, &i64s[k][i], (uint64_t)i64s[k][i]);
+    }
+    for (int k = 0; k < 4; k++)
+        for (Py_ssize_t i = 0; i < n * c->words; i++)
+            if (sets[k][i]) hash_term(c, &sets[k][i], sets[k][i]);
+    uint64_t got1 = c->s.h1, got2 = c->s.h2;
+    c->s.h1 = keep1;
+    c->s.h2 = keep2;
+    *h1 = got1; /* after the restore: the caller may pass &c->s.h1 */
+    *h2 = got2;
+}
+
+/* The arena's hash plus the scalars that decide what happens next. */
+static void boundary_hash(Core *c, uint64_t *o1, uint64_t *o2) {
+    const Scalars *s = &c->s;
+    int64_t v[10] = {s->clock,         s->memory,    s->pool_bytes, s->model_compute,
+                     s->remat_compute, s->operators, s->pool_head,  s->pool_tail,
+                     s->pool_count,    s->step};
+    uint64_t x1 = s->h1, x2 = s->h2;
+    for (int i = 0; i < 10; i++) {
+        x1 = mix64(x1 ^ ((uint64_t)v[i] + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)));
+        x2 = mix64(x2 + ((uint64_t)v[i] ^ (0xd6e8feb86659fd93ULL * (uint64_t)(i + 1))));
+    }
+    *o1 = x1;
+    *o2 = x2;
+}
+
+static void open_segment(Core *c, int32_t step) {
+    Scalars *s = &c->s;
+    s->seg_open = step;
+    s->seg_evictions = s->evictions;
+    s->seg_policy_evictions = s->policy_evictions;
+    s->seg_remats = s->rematerializations;
+    s->seg_evals = s->heuristic_evals;
+    s->seg_max_memory = INT64_MIN;
+    s->seg_max_pinned = INT64_MIN;
+    s->seg_depth_at_max_pinned = 0;
+    s->seg_max_depth = 0;
+    s->seg_fits_max = INT64_MIN;
+    s->seg_exceeds_min = INT64_MAX;
+}
+
+static void close_segment(Core *c) {
+    Scalars *s = &c->s;
+    Segment *g = &c->traj[s->seg_open];
+    g->evictions = s->evictions - s->seg_evictions;
+    g->policy_evictions = s->policy_evictions - s->seg_policy_evictions;
+    g->remats = s->rematerializations - s->seg_remats;
+    g->evals = s->heuristic_evals - s->seg_evals;
+    g->max_memory = s->seg_max_memory;
+    g->max_pinned = s->seg_max_pinned;
+    g->depth_at_max_pinned = s->seg_depth_at_max_pinned;
+    g->max_depth = s->seg_max_depth;
+    g->fits_max = s->seg_fits_max;
+    g->exceeds_min = s->seg_exceeds_min;
+    s->seg_open = -1;
+}
+
+/* At the boundary before COMPUTE step s.step: close the segment, merge if possible, open. */
+static int boundary(Core *c) {
+    int32_t j = c->s.step;
+    if (c->s.seg_open >= 0) close_segment(c);
+    uint64_t h1, h2;
+    if (c->verify_hash) {
+        full_hash(c, &h1, &h2);
+        if (h1 != c->s.h1 || h2 != c->s.h2) {
+            snprintf(c->error, sizeof c->error,
+                     "state hash out of date at step %d (a write bypassed the hash)", j);
+            return ST_ERROR;
+        }
+    }
+    boundary_hash(c, &h1, &h2);
+    if (c->resuming) {
+        c->boundaries_resumed++;
+        if (c->first_block >= 0) c->boundaries_after_block++;
+    }
+    if (c->resuming && c->merging && c->traj_valid && j <= c->traj_last && c->traj[j].h1 == h1 &&
+        c->traj[j].h2 == h2) {
+        if (c->sufmin[j] > c->s.budget) return ST_MERGED;
+        c->merges_blocked++; /* the same state, but a later comparison flips */
+        if (c->first_block < 0) c->first_block = j;
+    }
+    c->traj[j].h1 = h1;
+    c->traj[j].h2 = h2;
+    open_segment(c, j);
+    return 0;
+}
+
+/* The trajectory's min exceeding value from each boundary on (the resumed run's budget is the
+   trajectory's overall min: a later comparison at exactly that value flips). */
+static void suffix_minima(Core *c) {
+    int64_t m = INT64_MAX;
+    for (int32_t j = c->traj_last; j >= 0; j--) {
+        if (c->step_kind[j] == K_COMPUTE && c->traj[j].exceeds_min < m) m = c->traj[j].exceeds_min;
+        c->sufmin[j] = m;
+    }
+}
+
+/* A run that ended on its own: its trajectory is complete. */
+static void end_trajectory(Core *c, int status) {
+    Scalars *s = &c->s;
+    if (status != ST_OK && status != ST_OOM && status != ST_THRASHED) {
+        c->traj_valid = 0;
+        return;
+    }
+    c->traj_last = s->seg_open;
+    if (s->seg_open >= 0) close_segment(c);
+    c->traj_status = status;
+    c->traj_has_failure = s->has_failure && status == ST_OOM;
+    c->traj_f_operator = s->f_operator;
+    c->traj_f_request = s->f_request;
+    c->traj_f_pinned = s->f_pinned;
+    c->traj_f_depth = s->f_depth;
+    c->traj_f_value = s->f_over_by + s->budget;
+    c->traj_clock = s->clock;
+    c->traj_model = s->model_compute;
+    c->traj_remat = s->remat_compute;
+    c->traj_operators = s->operators;
+    c->traj_valid = 1;
+}
+
+/* The run merged at the boundary before step s.step: its record takes the trajectory's rest. */
+static int merge(Core *c) {
+    Scalars *o = &c->out;
+    *o = c->s;
+    int32_t k = c->s.step;
+    for (int32_t j = k; j <= c->traj_last; j++) {
+        if (c->step_kind[j] != K_COMPUTE) continue;
+        const Segment *g = &c->traj[j];
+        o->evictions += g->evictions;
+        o->policy_evictions += g->policy_evictions;
+        o->rematerializations += g->remats;
+        o->heuristic_evals += g->evals;
+        if (g->max_memory > o->max_memory) o->max_memory = g->max_memory;
+        if (g->max_pinned > o->peak_pinned) { /* strictly: the first to reach it */
+            o->peak_pinned = g->max_pinned;
+            o->depth_at_peak_pinned = g->depth_at_max_pinned;
+        }
+        if (g->max_depth > o->max_depth) o->max_depth = g->max_depth;
+        if (g->fits_max > o->fits_max) o->fits_max = g->fits_max;
+        if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
+    }
+    o->clock = c->traj_clock;
+    o->model_compute = c->traj_model;
+    o->remat_compute = c->traj_remat;
+    o->operators = c->traj_operators;
+    o->status = c->traj_status;
+    o->has_failure = c->traj_has_failure;
+    o->f_operator = c->traj_f_operator;
+    o->f_request = c->traj_f_request;
+    o->f_pinned = c->traj_f_pinned;
+    o->f_depth = c->traj_f_depth;
+    o->f_over_by = c->traj_f_value - o->budget;
+    if (o->status == ST_OOM && o->f_pinned > o->peak_pinned) {
+        o->peak_pinned = o->f_pinned;
+        o->depth_at_peak_pinned = o->f_depth;
+    }
+    c->merged = 1;
+    c->merges++;
+    c->steps_skipped += c->n_steps - k;
+    if (o->exceeds_min < c->s.exceeds_min) {
+        /* the next budget first differs in the taken-over part: restart from here */
+        if (push_snapshot(c, o->exceeds_min, 1) < 0) return ST_ERROR;
+    }
+    return o->status;
+}
+
 /* ---- the runtime -------------------------------------------------------------------------- */
 /* The one place the budget is read: `used + request > budget`, recorded for the interval. */
 static int exceeds(Core *c, int64_t value) {
     if (!c->budget_inf && value > c->s.budget) {
         if (value < c->s.exceeds_min) c->s.exceeds_min = value;
+        if (value < c->s.seg_exceeds_min) c->s.seg_exceeds_min = value;
         return 1;
     }
     if (value > c->s.fits_max) c->s.fits_max = value;
+    if (value > c->s.seg_fits_max) c->s.seg_fits_max = value;
     return 0;
 }
 
@@ -768,11 +1074,11 @@ static int evict(Core *c, int32_t s, int by_policy, double score_value, int32_t 
                     c->s.pool_count, c->s.memory - c->s.pool_bytes, runner, runner_score) < 0)
             return -1;
     }
-    a->material[s] = 0;
+    PUT(c, a->material[s], 0);
     c->s.memory -= c->size[s];
     make_unevictable(c, s);
     const int32_t *ts = c->st_items + c->st_off[s];
-    for (int32_t i = 0; i < a->st_len[s]; i++) a->defined[ts[i]] = 0;
+    for (int32_t i = 0; i < a->st_len[s]; i++) PUT(c, a->defined[ts[i]], 0);
     c->s.evictions++;
     if (by_policy) c->s.policy_evictions++;
     if (c->regions && absorb_evicted(c, s) < 0) return -1;
@@ -785,6 +1091,7 @@ static int enter(Core *c, int32_t t, int remat) {
     if (reserve_frames(c, c->s.fs_top + 1) < 0) return -1;
     c->s.depth++;
     if (c->s.depth > c->s.max_depth) c->s.max_depth = c->s.depth;
+    if (c->s.depth > c->s.seg_max_depth) c->s.seg_max_depth = c->s.depth;
     if (remat) {
         c->s.rematerializations++;
         if (c->record_events &&
@@ -795,7 +1102,7 @@ static int enter(Core *c, int32_t t, int remat) {
     int32_t op = c->tensor_op[t];
     const int32_t *args = c->op_args + c->op_args_off[op];
     int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
-    for (int32_t j = 0; j < n_args; j++) a->last_access[c->tensor_storage[args[j]]] = c->s.clock;
+    for (int32_t j = 0; j < n_args; j++) PUT(c, a->last_access[c->tensor_storage[args[j]]], c->s.clock);
     for (int32_t j = 0; j < n_args; j++)
         if (a->defined[args[j]]) lock(c, c->tensor_storage[args[j]]);
     if (vec_reserve(&c->und, c->s.und_top + n_args + 1) < 0) return -1;
@@ -831,14 +1138,15 @@ static int compute_op(Core *c, int32_t t, int remat) {
     c->s.clock += cost;
     c->s.memory += c->op_total[op];
     if (c->s.memory > c->s.max_memory) c->s.max_memory = c->s.memory;
+    if (c->s.memory > c->s.seg_max_memory) c->s.seg_max_memory = c->s.memory;
     if (remat) c->s.remat_compute += cost;
     else c->s.model_compute += cost;
     /* outputs already defined were computed twice: their copies are dropped */
     for (int32_t i = 0; i < n_order - 1; i++)
         if (a->defined[order[i]]) c->s.memory -= c->tensor_size[order[i]];
     for (int32_t i = 0; i < n_order; i++) {
-        a->material[c->tensor_storage[order[i]]] = 1;
-        a->defined[order[i]] = 1;
+        PUT(c, a->material[c->tensor_storage[order[i]]], 1);
+        PUT(c, a->defined[order[i]], 1);
     }
     for (int32_t i = 0; i < n_new; i++)
         if (a->ref_int[news[i]] == 0) make_evictable(c, news[i]);
@@ -877,6 +1185,10 @@ static int materialize(Core *c) {
                 c->s.peak_pinned = pinned;
                 c->s.depth_at_peak_pinned = c->s.depth;
             }
+            if (pinned > c->s.seg_max_pinned) {
+                c->s.seg_max_pinned = pinned;
+                c->s.seg_depth_at_max_pinned = c->s.depth;
+            }
             if (c->record_events) {
                 int64_t o = c->s.operators;
                 if (pinned > c->ev.op_max_pinned[o]) c->ev.op_max_pinned[o] = pinned;
@@ -887,6 +1199,7 @@ static int materialize(Core *c) {
         int64_t request = c->op_total[op];
         for (;;) {
             int64_t value = c->s.memory + request;
+            if (c->snapshots && !c->budget_inf && value > c->s.budget && value == c->s.exceeds_min) c->repeats_seen++;
             if (c->snapshots && !c->budget_inf && value > c->s.budget && value < c->s.exceeds_min) {
                 /* This comparison may be where the next budget's run first differs. */
                 if (take_snapshot(c, value) < 0) return ST_ERROR;
@@ -932,14 +1245,15 @@ static int new_operator(Core *c, int32_t op) {
     for (int32_t i = 0; i < c->op_nout[op]; i++) {
         int32_t t = first + i;
         int32_t s = c->tensor_storage[t];
-        a->st_len[s]++; /* the static list holds t at this position (built in the same order) */
-        a->ref_ext[s]++;
+        /* the static list holds t at this position (built in the same order) */
+        PUT(c, a->st_len[s], a->st_len[s] + 1);
+        PUT(c, a->ref_ext[s], a->ref_ext[s] + 1);
         if (a->last_op[s] < 0) {
-            a->last_op[s] = op;
-            a->compute[s] = cost;
+            PUT(c, a->last_op[s], op);
+            PUT(c, a->compute[s], cost);
         } else if (a->last_op[s] != op) {
-            a->last_op[s] = op;
-            a->compute[s] += cost;
+            PUT(c, a->last_op[s], op);
+            PUT(c, a->compute[s], a->compute[s] + cost);
         }
         for (int32_t j = 0; j < n_args; j++) {
             int32_t p = c->tensor_storage[args[j]];
@@ -948,10 +1262,10 @@ static int new_operator(Core *c, int32_t op) {
                when it is the next one in the list */
             int32_t k = a->ch_len[p];
             if (c->ch_off[p] + k < c->ch_off[p + 1] && c->ch_items[c->ch_off[p] + k] == s)
-                a->ch_len[p]++;
+                PUT(c, a->ch_len[p], k + 1);
             k = a->pa_len[s];
             if (c->pa_off[s] + k < c->pa_off[s + 1] && c->pa_items[c->pa_off[s] + k] == p)
-                a->pa_len[s]++;
+                PUT(c, a->pa_len[s], k + 1);
         }
     }
     return first;
@@ -964,13 +1278,13 @@ static int finish_step(Core *c) {
     if (kind == K_COMPUTE) {
         int32_t first = c->op_first[x];
         for (int32_t i = 0; i < c->op_nout[x]; i++)
-            a->last_access[c->tensor_storage[first + i]] = c->s.clock;
+            PUT(c, a->last_access[c->tensor_storage[first + i]], c->s.clock);
         if (c->deadline > 0 && now_s() > c->deadline) return ST_TIMEOUT;
     } else if (kind == K_PIN) {
         int32_t s = c->tensor_storage[x];
         if (!a->pinned[s]) {
             lock(c, s);
-            a->pinned[s] = 1;
+            PUT(c, a->pinned[s], 1);
         }
     }
     return 0;
@@ -984,17 +1298,21 @@ static int run_on(Core *c) {
             int kind = c->step_kind[c->s.step];
             int32_t x = c->step_arg[c->s.step];
             if (kind == K_COMPUTE) {
+                if (c->tracking) {
+                    int r = boundary(c);
+                    if (r) return r;
+                }
                 c->s.operators++;
                 int32_t first = new_operator(c, x);
                 if (enter(c, first, 0) < 0) return ST_ERROR;
                 c->s.mat_active = 1;
             } else if (kind == K_GET) {
-                a->ref_ext[c->tensor_storage[x]]++;
+                PUT(c, a->ref_ext[c->tensor_storage[x]], a->ref_ext[c->tensor_storage[x]] + 1);
                 c->s.step++;
                 continue;
             } else if (kind == K_RELEASE) {
                 int32_t s = c->tensor_storage[x];
-                a->ref_ext[s]--;
+                PUT(c, a->ref_ext[s], a->ref_ext[s] - 1);
                 if (a->ref_ext[s] == 0 && a->material[s] && !a->pinned[s])
                     if (evict(c, s, 0, NAN, -1, NAN) < 0) return ST_ERROR;
                 c->s.step++;
@@ -1018,11 +1336,15 @@ static int run_on(Core *c) {
 
 static int run_to_end(Core *c) {
     int status = run_on(c);
+    c->merged = 0;
+    if (status == ST_MERGED) return merge(c);
     c->s.status = status;
     if (status == ST_OOM && c->s.f_pinned > c->s.peak_pinned) {
         c->s.peak_pinned = c->s.f_pinned;
         c->s.depth_at_peak_pinned = c->s.f_depth;
     }
+    if (c->tracking) end_trajectory(c, status);
+    c->out = c->s;
     return status;
 }
 
@@ -1058,7 +1380,7 @@ static void Core_dealloc(Core *c) {
                      c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
-                     c->slot[1], c->clo, c->bases};
+                     c->slot[1], c->clo, c->bases, c->traj, c->sufmin};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
         PyMem_Free(c->snaps[i].arena);
@@ -1221,7 +1543,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
-                             "events", "snapshots", "max_snapshots", "shared_search", NULL};
+                             "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
+                             "merging", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -1229,16 +1552,17 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     double nbhd_b = 0.25;
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
-    int shared_search = 1;
+    int shared_search = 1, verify_hash = 0, merging = 1;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnp", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnppp", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
-                                     &time_limit, &events, &snapshots, &max_snapshots, &shared_search))
+                                     &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
+                                     &verify_hash, &merging))
         return -1;
     c->started = 1;
     if (n < 0 || n >= INT32_MAX / 2) {
@@ -1294,6 +1618,9 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     /* A budget-reading policy compares inside its scan: resuming there is not supported. */
     c->snapshots = snapshots && c->policy != P_TWOPHASE && !events;
     c->max_snaps = max_snapshots > 0 ? max_snapshots : 1;
+    c->tracking = c->snapshots;
+    c->verify_hash = verify_hash && c->tracking;
+    c->merging = merging;
     if (time_limit != Py_None) {
         c->time_limit = PyFloat_AsDouble(time_limit);
         if (PyErr_Occurred()) return -1;
@@ -1342,6 +1669,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         if (!c->mark[d] || !c->done[d] || !c->slot[d]) { PyErr_NoMemory(); return -1; }
     }
     c->shared_search = shared_search;
+    if (c->tracking) {
+        c->traj = (Segment *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(Segment));
+        c->sufmin = (int64_t *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(int64_t));
+        if (!c->traj || !c->sufmin) { PyErr_NoMemory(); return -1; }
+    }
     if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases) {
         PyErr_NoMemory();
         return -1;
@@ -1356,6 +1688,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->s.exceeds_min = INT64_MAX;
     c->s.pool_head = c->s.pool_tail = -1;
     c->s.status = ST_RUNNING;
+    c->s.seg_open = -1;
+    c->traj_last = -1;
     if (reserve_frames(c, 64) < 0 || vec_reserve(&c->und, 256) < 0) return -1;
     return 0;
 }
@@ -1376,6 +1710,8 @@ static PyObject *Core_run(Core *c, PyObject *unused) {
         return NULL;
     }
     if (c->time_limit > 0) c->deadline = now_s() + c->time_limit;
+    c->resuming = 0;
+    if (c->tracking) full_hash(c, &c->s.h1, &c->s.h2);
     return status_result(c, run_to_end(c));
 }
 
@@ -1388,6 +1724,9 @@ static PyObject *Core_resume(Core *c, PyObject *unused) {
     if (restore_snapshot(c) < 0) return NULL;
     c->s.status = ST_RUNNING;
     c->resumed_operator = (int32_t)c->s.operators;
+    c->resuming = 1;
+    c->first_block = -1;
+    if (c->traj_valid) suffix_minima(c);
     return status_result(c, run_to_end(c));
 }
 
@@ -1397,7 +1736,7 @@ static PyObject *Core_next_budget(Core *c, PyObject *unused) {
 }
 
 static PyObject *Core_result(Core *c, PyObject *unused) {
-    Scalars *s = &c->s;
+    Scalars *s = &c->out;
     PyObject *failure;
     if (s->has_failure && s->status == ST_OOM) {
         failure = Py_BuildValue("{sLsLsLsLsL}", "operator", (long long)s->f_operator, "request",
@@ -1411,7 +1750,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
                                               : PyLong_FromLongLong(s->exceeds_min - 1);
     if (!hi) { Py_DECREF(failure); return NULL; }
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsn}", "clock", (long long)s->clock, "model_compute",
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsnsL}", "clock", (long long)s->clock, "model_compute",
         (long long)s->model_compute, "remat_compute", (long long)s->remat_compute, "evictions",
         (long long)s->evictions, "policy_evictions", (long long)s->policy_evictions,
         "rematerializations", (long long)s->rematerializations, "operators",
@@ -1420,14 +1759,19 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
         (long long)s->depth_at_peak_pinned, "max_nesting_depth", (long long)s->max_depth,
         "heuristic_evals", (long long)s->heuristic_evals, "failure", failure, "lo",
         (long long)s->fits_max, "hi", hi, "budget", (long long)s->budget, "resumed_operator",
-        (long long)c->resumed_operator, "snapshots", c->n_snaps);
+        (long long)c->resumed_operator, "snapshots", c->n_snaps, "merged_operator",
+        (long long)(c->merged ? c->s.operators : -1));
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
-    return Py_BuildValue("{sLsLsLsnsnsnsn}", "searches", (long long)c->searches, "visited",
+    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
                          (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
                          c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
-                         c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes);
+                         c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
+                         (long long)c->merges, "steps_skipped", (long long)c->steps_skipped,
+                         "merges_blocked", (long long)c->merges_blocked, "boundaries_resumed",
+                         (long long)c->boundaries_resumed, "boundaries_after_block",
+                         (long long)c->boundaries_after_block, "repeats_seen", (long long)c->repeats_seen);
 }
 
 static PyObject *list_i32(const Vec32 *v, Py_ssize_t rows) {
