@@ -100,9 +100,14 @@ typedef struct {
 /* One segment of a run's trajectory: from the boundary before a COMPUTE step (or the trace's
    start) to the next one. What a run that merges here takes over from the trajectory. */
 typedef struct {
-    uint64_t h1, h2; /* the state hash at the segment's opening boundary */
+    uint64_t h1, h2;   /* the state hash at the segment's opening boundary */
+    uint64_t ah1, ah2; /* the arena's part of it */
+    /* the scalars at the opening boundary (what a jump to it sets) */
+    int64_t clock, memory, pool_bytes, model_compute, remat_compute, operators;
+    int32_t pool_head, pool_tail, pool_count;
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
+    Py_ssize_t log_off, log_len; /* the arena words the segment changed, with their new values */
 } Segment;
 
 /* per-storage and per-tensor arrays inside the arena, as offsets */
@@ -120,6 +125,8 @@ typedef struct {
     char *arena;
     Frame *frames;
     int32_t *und;
+    int32_t *dirty; /* the open segment's changed words so far (its delta must include them) */
+    Py_ssize_t n_dirty;
 } Snapshot;
 
 /* the event log (only when asked for; never with snapshots) */
@@ -187,9 +194,17 @@ typedef struct {
     int64_t traj_f_operator, traj_f_request, traj_f_pinned, traj_f_depth, traj_f_value;
     int64_t traj_clock, traj_model, traj_remat, traj_operators;
     Scalars out; /* the last run's result (differs from s when the run merged) */
+    int32_t *nextflip;    /* the first boundary from here whose segment compares the budget */
+    uint64_t *dirty;      /* one bit per arena word: changed in the open segment */
+    Vec32 dirty_list;     /* those words */
+    uint32_t *log_idx;    /* the segments' changed words (word index, new value) */
+    uint64_t *log_val;
+    Py_ssize_t log_len, log_cap, log_live;
+    uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
+    int64_t jumps, steps_jumped;
+    int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
     int64_t merges, merges_blocked, steps_skipped, boundaries_after_block, boundaries_resumed;
     int32_t first_block;
-    int64_t repeats_seen;
     int64_t searches, visited, edges_seen, plain_passes;
     char error[240];
     int started;
@@ -231,14 +246,28 @@ static inline void hash_term(Core *c, const void *p, uint64_t v) {
     c->s.h2 ^= mix64(x ^ (v * 0xc2b2ae3d27d4eb4fULL) ^ (key << 17));
 }
 
-/* Hashed writes of one arena element. */
+/* The arena word holding p changed in the open segment (its new value goes to the segment's
+   delta when the segment closes: see "trajectories"). */
+static inline void mark_dirty(Core *c, const void *p) {
+    Py_ssize_t w = ((const char *)p - c->arena) >> 3;
+    uint64_t bit = (uint64_t)1 << (w & 63);
+    if (c->dirty[w >> 6] & bit) return;
+    c->dirty[w >> 6] |= bit;
+    if (c->dirty_list.len == c->dirty_list.cap && vec_reserve(&c->dirty_list, c->dirty_list.len + 1) < 0)
+        c->dirty_failed = 1;
+    else
+        c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
+}
+
+/* Tracked writes of one arena element: the hash, and the word's dirty mark. */
 #define PUT(c, lvalue, value)                                                                   \
     do {                                                                                        \
         __typeof__(lvalue) *p_ = &(lvalue);                                                     \
         __typeof__(lvalue) v_ = (value);                                                        \
-        if ((c)->tracking) {                                                                    \
+        if ((c)->tracking && *p_ != v_) {                                                       \
             hash_term((c), p_, (uint64_t)*p_);                                                  \
             hash_term((c), p_, (uint64_t)v_);                                                   \
+            mark_dirty((c), p_);                                                                \
         }                                                                                       \
         *p_ = v_;                                                                               \
     } while (0)
@@ -248,16 +277,26 @@ static inline void put_word(Core *c, uint64_t *w, uint64_t v) {
     if (c->tracking) {
         hash_term(c, w, *w);
         hash_term(c, w, v);
+        mark_dirty(c, w);
     }
     *w = v;
 }
 
-/* A bitset row about to be rewritten wholesale: its words leave the hash (call again once
-   rewritten, and they enter it: XOR is its own inverse). */
-static inline void hash_row(Core *c, const uint64_t *r) {
+/* A bitset row about to be rewritten wholesale (memset, then bits set): keep its old words in
+   row_old[k], and after the rewrite account for the words that changed. */
+static inline void row_begin(Core *c, const uint64_t *r, int k) {
+    if (c->tracking) memcpy(c->row_old[k], r, sizeof(uint64_t) * c->words);
+}
+
+static inline void row_end(Core *c, uint64_t *r, int k) {
     if (!c->tracking) return;
-    for (Py_ssize_t k = 0; k < c->words; k++)
-        if (r[k]) hash_term(c, r + k, r[k]);
+    const uint64_t *old = c->row_old[k];
+    for (Py_ssize_t i = 0; i < c->words; i++) {
+        if (r[i] == old[i]) continue;
+        hash_term(c, r + i, old[i]);
+        hash_term(c, r + i, r[i]);
+        mark_dirty(c, r + i);
+    }
 }
 
 /* ---- events ----------------------------------------------------------------------------- */
@@ -339,8 +378,8 @@ static void search(Core *c, int32_t base, int forward) {
     const int32_t *len = forward ? a->ch_len : a->pa_len;
     uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
     uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
-    hash_row(c, interior);
-    hash_row(c, frontier);
+    row_begin(c, interior, 0);
+    row_begin(c, frontier, 1);
     memset(interior, 0, sizeof(uint64_t) * c->words);
     memset(frontier, 0, sizeof(uint64_t) * c->words);
     const uint8_t *material = a->material;
@@ -365,8 +404,8 @@ static void search(Core *c, int32_t base, int forward) {
             }
         }
     }
-    hash_row(c, interior);
-    hash_row(c, frontier);
+    row_end(c, interior, 0);
+    row_end(c, frontier, 1);
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
 }
 
@@ -466,8 +505,8 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         int32_t base = bases[b];
         uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
         uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
-        hash_row(c, interior);
-        hash_row(c, frontier);
+        row_begin(c, interior, 0);
+        row_begin(c, frontier, 1);
         memset(interior, 0, sizeof(uint64_t) * GW);
         memset(frontier, 0, sizeof(uint64_t) * GW);
         memset(li, 0, sizeof(uint64_t) * 2 * W);
@@ -500,8 +539,8 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
             }
         }
         if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
-        hash_row(c, interior);
-        hash_row(c, frontier);
+        row_end(c, interior, 0);
+        row_end(c, frontier, 1);
         PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
         c->searches++;
     }
@@ -602,8 +641,9 @@ static int absorb_evicted(Core *c, int32_t s) {
     uint64_t *rows[4] = {row(c, a->fwd_int, s), row(c, a->fwd_fr, s), row(c, a->rev_int, s),
                          row(c, a->rev_fr, s)};
     for (int k = 0; k < 4; k++) {
-        hash_row(c, rows[k]);
+        row_begin(c, rows[k], 0);
         memset(rows[k], 0, sizeof(uint64_t) * c->words);
+        row_end(c, rows[k], 0);
     }
     PUT(c, a->fwd_sum[s], 0);
     PUT(c, a->rev_sum[s], 0);
@@ -778,6 +818,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
         PyMem_Free(old->arena);
         PyMem_Free(old->frames);
         PyMem_Free(old->und);
+        PyMem_Free(old->dirty);
         memmove(c->snaps, c->snaps + 1, sizeof(Snapshot) * (c->n_snaps - 1));
         c->n_snaps--;
         c->snaps_dropped++;
@@ -796,6 +837,8 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
         snap->arena = NULL;
         snap->frames = NULL;
         snap->und = NULL;
+        snap->dirty = NULL;
+        snap->n_dirty = 0;
         c->n_snaps++;
         return 0;
     }
@@ -803,13 +846,17 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
     snap->arena = (char *)PyMem_Malloc(c->arena_bytes);
     snap->frames = (Frame *)PyMem_Malloc(sizeof(Frame) * (c->s.fs_top + 1));
     snap->und = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (c->s.und_top + 1));
-    if (!snap->arena || !snap->frames || !snap->und) {
+    snap->n_dirty = c->tracking ? c->dirty_list.len : 0;
+    snap->dirty = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (snap->n_dirty + 1));
+    if (!snap->arena || !snap->frames || !snap->und || !snap->dirty) {
         PyMem_Free(snap->arena);
         PyMem_Free(snap->frames);
         PyMem_Free(snap->und);
+        PyMem_Free(snap->dirty);
         PyErr_NoMemory();
         return -1;
     }
+    if (snap->n_dirty) memcpy(snap->dirty, c->dirty_list.items, sizeof(int32_t) * snap->n_dirty);
     memcpy(snap->arena, c->arena, c->arena_bytes);
     memcpy(snap->frames, c->frames, sizeof(Frame) * c->s.fs_top);
     memcpy(snap->und, c->und.items, sizeof(int32_t) * c->s.und_top);
@@ -847,9 +894,23 @@ static int restore_snapshot(Core *c) {
     memcpy(c->und.items, snap->und, sizeof(int32_t) * snap->s.und_top);
     c->und.len = snap->s.und_top;
     c->s.budget = snap->value;
+    if (c->tracking) { /* the open segment's changed words are the snapshot's */
+        for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+            int32_t w = c->dirty_list.items[i];
+            c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+        }
+        if (vec_reserve(&c->dirty_list, snap->n_dirty + 1) < 0) return -1;
+        for (Py_ssize_t i = 0; i < snap->n_dirty; i++) {
+            int32_t w = snap->dirty[i];
+            c->dirty[w >> 6] |= (uint64_t)1 << (w & 63);
+            c->dirty_list.items[i] = w;
+        }
+        c->dirty_list.len = snap->n_dirty;
+    }
     PyMem_Free(snap->arena);
     PyMem_Free(snap->frames);
     PyMem_Free(snap->und);
+    PyMem_Free(snap->dirty);
     c->n_snaps--;
     return 0;
 }
@@ -869,7 +930,7 @@ static int restore_snapshot(Core *c) {
    previous one's from there on. The live state stays at the boundary: when the next budget's
    first difference lies in the taken-over part, its run restarts from there (a "lazy"
    snapshot, nothing copied) and merges again later if it can. */
-enum { ST_MERGED = 6 };
+enum { ST_MERGED = 6, ST_JUMPED = 7 };
 
 static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
     uint64_t keep1 = c->s.h1, keep2 = c->s.h2;
@@ -926,6 +987,52 @@ static void open_segment(Core *c, int32_t step) {
     s->seg_exceeds_min = INT64_MAX;
 }
 
+static int log_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->log_cap) return 0;
+    Py_ssize_t cap = c->log_cap ? c->log_cap : 4096;
+    while (cap < need) cap *= 2;
+    uint32_t *idx = (uint32_t *)PyMem_Realloc(c->log_idx, sizeof(uint32_t) * cap);
+    if (!idx) { PyErr_NoMemory(); return -1; }
+    c->log_idx = idx;
+    uint64_t *val = (uint64_t *)PyMem_Realloc(c->log_val, sizeof(uint64_t) * cap);
+    if (!val) { PyErr_NoMemory(); return -1; }
+    c->log_val = val;
+    c->log_cap = cap;
+    return 0;
+}
+
+/* The log is append-only: a run rewrites the segments it executes, and what the previous run
+   had logged for them becomes garbage. Compact (into fresh arrays: the segments' entries are
+   not in log order) when the garbage outweighs the live part. */
+static int compact_log(Core *c) {
+    if (c->log_len < 2 * c->log_live + (1 << 16)) return 0;
+    Py_ssize_t cap = c->log_live + 4096;
+    uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
+    uint64_t *val = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * cap);
+    if (!idx || !val) { /* keep the old log: compaction is only an economy */
+        PyMem_Free(idx);
+        PyMem_Free(val);
+        return 0;
+    }
+    Py_ssize_t at = 0;
+    for (int32_t j = 0; j <= c->traj_last; j++) {
+        if (c->step_kind[j] != K_COMPUTE) continue;
+        Segment *g = &c->traj[j];
+        memcpy(idx + at, c->log_idx + g->log_off, sizeof(uint32_t) * g->log_len);
+        memcpy(val + at, c->log_val + g->log_off, sizeof(uint64_t) * g->log_len);
+        g->log_off = at;
+        at += g->log_len;
+    }
+    PyMem_Free(c->log_idx);
+    PyMem_Free(c->log_val);
+    c->log_idx = idx;
+    c->log_val = val;
+    c->log_len = at;
+    c->log_cap = cap;
+    c->log_live = at;
+    return 0;
+}
+
 static void close_segment(Core *c) {
     Scalars *s = &c->s;
     Segment *g = &c->traj[s->seg_open];
@@ -940,6 +1047,84 @@ static void close_segment(Core *c) {
     g->fits_max = s->seg_fits_max;
     g->exceeds_min = s->seg_exceeds_min;
     s->seg_open = -1;
+    /* the delta: every word the segment changed, with its value now */
+    const uint64_t *words = (const uint64_t *)c->arena;
+    Py_ssize_t n = c->dirty_list.len;
+    if (log_reserve(c, c->log_len + n) < 0) {
+        c->dirty_failed = 1;
+        n = 0;
+    }
+    g->log_off = c->log_len;
+    g->log_len = n;
+    for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+        int32_t w = c->dirty_list.items[i];
+        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+        if (i < n) {
+            c->log_idx[c->log_len] = (uint32_t)w;
+            c->log_val[c->log_len++] = words[w];
+        }
+    }
+    c->dirty_list.len = 0;
+}
+
+/* Add a trajectory segment's sums to a run's record so far. */
+static void take_segment(Scalars *o, const Segment *g) {
+    o->evictions += g->evictions;
+    o->policy_evictions += g->policy_evictions;
+    o->rematerializations += g->remats;
+    o->heuristic_evals += g->evals;
+    if (g->max_memory > o->max_memory) o->max_memory = g->max_memory;
+    if (g->max_pinned > o->peak_pinned) { /* strictly: the first to reach it */
+        o->peak_pinned = g->max_pinned;
+        o->depth_at_peak_pinned = g->depth_at_max_pinned;
+    }
+    if (g->max_depth > o->max_depth) o->max_depth = g->max_depth;
+    if (g->fits_max > o->fits_max) o->fits_max = g->fits_max;
+    if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
+}
+
+/* The live state becomes the trajectory's at boundary j (arena already there). */
+static void boundary_scalars(Core *c, int32_t j) {
+    const Segment *g = &c->traj[j];
+    Scalars *s = &c->s;
+    s->clock = g->clock;
+    s->memory = g->memory;
+    s->pool_bytes = g->pool_bytes;
+    s->model_compute = g->model_compute;
+    s->remat_compute = g->remat_compute;
+    s->operators = g->operators;
+    s->pool_head = g->pool_head;
+    s->pool_tail = g->pool_tail;
+    s->pool_count = g->pool_count;
+    s->h1 = g->ah1;
+    s->h2 = g->ah2;
+    s->step = j;
+}
+
+static int push_snapshot(Core *c, int64_t value, int lazy);
+
+/* From boundary j, in the trajectory's state, to boundary g: the segments' deltas are applied
+   to the arena and their sums added to the record. Where a segment holds an exceeding value
+   below every one this run met so far, the next runs may need to resume there: that boundary
+   is copied first (as the replay would have snapshotted inside it). */
+static int jump(Core *c, int32_t j, int32_t g) {
+    Scalars *s = &c->s;
+    uint64_t *words = (uint64_t *)c->arena;
+    for (int32_t k = j; k < g; k++) {
+        if (c->step_kind[k] != K_COMPUTE) continue;
+        const Segment *seg = &c->traj[k];
+        if (seg->exceeds_min < s->exceeds_min) {
+            boundary_scalars(c, k);
+            if (push_snapshot(c, seg->exceeds_min, 0) < 0) return ST_ERROR;
+        }
+        take_segment(s, seg);
+        for (Py_ssize_t i = seg->log_off; i < seg->log_off + seg->log_len; i++)
+            words[c->log_idx[i]] = c->log_val[i];
+    }
+    boundary_scalars(c, g);
+    c->jumps++;
+    c->steps_jumped += g - j;
+    return ST_JUMPED;
 }
 
 /* At the boundary before COMPUTE step s.step: close the segment, merge if possible, open. */
@@ -955,6 +1140,7 @@ static int boundary(Core *c) {
             return ST_ERROR;
         }
     }
+    if (c->dirty_failed) return ST_ERROR;
     boundary_hash(c, &h1, &h2);
     if (c->resuming) {
         c->boundaries_resumed++;
@@ -963,11 +1149,28 @@ static int boundary(Core *c) {
     if (c->resuming && c->merging && c->traj_valid && j <= c->traj_last && c->traj[j].h1 == h1 &&
         c->traj[j].h2 == h2) {
         if (c->sufmin[j] > c->s.budget) return ST_MERGED;
-        c->merges_blocked++; /* the same state, but a later comparison flips */
+        /* The same state, but a later segment compares exactly the budget (and will decide
+           otherwise there): until that segment this run is the trajectory, so go there. */
+        c->merges_blocked++;
         if (c->first_block < 0) c->first_block = j;
+        int32_t g = c->nextflip[j];
+        if (g > j) return jump(c, j, g);
     }
-    c->traj[j].h1 = h1;
-    c->traj[j].h2 = h2;
+    Segment *seg = &c->traj[j];
+    const Scalars *s = &c->s;
+    seg->h1 = h1;
+    seg->h2 = h2;
+    seg->ah1 = s->h1;
+    seg->ah2 = s->h2;
+    seg->clock = s->clock;
+    seg->memory = s->memory;
+    seg->pool_bytes = s->pool_bytes;
+    seg->model_compute = s->model_compute;
+    seg->remat_compute = s->remat_compute;
+    seg->operators = s->operators;
+    seg->pool_head = s->pool_head;
+    seg->pool_tail = s->pool_tail;
+    seg->pool_count = s->pool_count;
     open_segment(c, j);
     return 0;
 }
@@ -976,10 +1179,23 @@ static int boundary(Core *c) {
    trajectory's overall min: a later comparison at exactly that value flips). */
 static void suffix_minima(Core *c) {
     int64_t m = INT64_MAX;
+    int32_t flip = -1;
     for (int32_t j = c->traj_last; j >= 0; j--) {
-        if (c->step_kind[j] == K_COMPUTE && c->traj[j].exceeds_min < m) m = c->traj[j].exceeds_min;
+        if (c->step_kind[j] == K_COMPUTE) {
+            if (c->traj[j].exceeds_min < m) m = c->traj[j].exceeds_min;
+            if (c->traj[j].exceeds_min == c->s.budget) flip = j;
+        }
         c->sufmin[j] = m;
+        c->nextflip[j] = flip;
     }
+}
+
+static void live_log(Core *c) {
+    Py_ssize_t live = 0;
+    for (int32_t j = 0; j <= c->traj_last; j++)
+        if (c->step_kind[j] == K_COMPUTE) live += c->traj[j].log_len;
+    c->log_live = live;
+    compact_log(c);
 }
 
 /* A run that ended on its own: its trajectory is complete. */
@@ -1003,6 +1219,7 @@ static void end_trajectory(Core *c, int status) {
     c->traj_remat = s->remat_compute;
     c->traj_operators = s->operators;
     c->traj_valid = 1;
+    live_log(c);
 }
 
 /* The run merged at the boundary before step s.step: its record takes the trajectory's rest. */
@@ -1010,22 +1227,8 @@ static int merge(Core *c) {
     Scalars *o = &c->out;
     *o = c->s;
     int32_t k = c->s.step;
-    for (int32_t j = k; j <= c->traj_last; j++) {
-        if (c->step_kind[j] != K_COMPUTE) continue;
-        const Segment *g = &c->traj[j];
-        o->evictions += g->evictions;
-        o->policy_evictions += g->policy_evictions;
-        o->rematerializations += g->remats;
-        o->heuristic_evals += g->evals;
-        if (g->max_memory > o->max_memory) o->max_memory = g->max_memory;
-        if (g->max_pinned > o->peak_pinned) { /* strictly: the first to reach it */
-            o->peak_pinned = g->max_pinned;
-            o->depth_at_peak_pinned = g->depth_at_max_pinned;
-        }
-        if (g->max_depth > o->max_depth) o->max_depth = g->max_depth;
-        if (g->fits_max > o->fits_max) o->fits_max = g->fits_max;
-        if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
-    }
+    for (int32_t j = k; j <= c->traj_last; j++)
+        if (c->step_kind[j] == K_COMPUTE) take_segment(o, &c->traj[j]);
     o->clock = c->traj_clock;
     o->model_compute = c->traj_model;
     o->remat_compute = c->traj_remat;
@@ -1043,6 +1246,7 @@ static int merge(Core *c) {
     }
     c->merged = 1;
     c->merges++;
+    live_log(c);
     c->steps_skipped += c->n_steps - k;
     if (o->exceeds_min < c->s.exceeds_min) {
         /* the next budget first differs in the taken-over part: restart from here */
@@ -1199,7 +1403,6 @@ static int materialize(Core *c) {
         int64_t request = c->op_total[op];
         for (;;) {
             int64_t value = c->s.memory + request;
-            if (c->snapshots && !c->budget_inf && value > c->s.budget && value == c->s.exceeds_min) c->repeats_seen++;
             if (c->snapshots && !c->budget_inf && value > c->s.budget && value < c->s.exceeds_min) {
                 /* This comparison may be where the next budget's run first differs. */
                 if (take_snapshot(c, value) < 0) return ST_ERROR;
@@ -1300,6 +1503,7 @@ static int run_on(Core *c) {
             if (kind == K_COMPUTE) {
                 if (c->tracking) {
                     int r = boundary(c);
+                    if (r == ST_JUMPED) continue; /* now at a later boundary */
                     if (r) return r;
                 }
                 c->s.operators++;
@@ -1380,12 +1584,15 @@ static void Core_dealloc(Core *c) {
                      c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
-                     c->slot[1], c->clo, c->bases, c->traj, c->sufmin};
+                     c->slot[1], c->clo, c->bases, c->traj, c->sufmin, c->nextflip,
+                     c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
+                     c->row_old[1]};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
         PyMem_Free(c->snaps[i].arena);
         PyMem_Free(c->snaps[i].frames);
         PyMem_Free(c->snaps[i].und);
+        PyMem_Free(c->snaps[i].dirty);
     }
     PyMem_Free(c->snaps);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -1672,7 +1879,19 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     if (c->tracking) {
         c->traj = (Segment *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(Segment));
         c->sufmin = (int64_t *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(int64_t));
-        if (!c->traj || !c->sufmin) { PyErr_NoMemory(); return -1; }
+        c->nextflip = (int32_t *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(int32_t));
+        c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
+        c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+        c->row_old[1] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+        if (!c->traj || !c->sufmin || !c->nextflip || !c->dirty || !c->row_old[0] ||
+            !c->row_old[1] || vec_reserve(&c->dirty_list, 1024) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (c->arena_bytes / 8 >= UINT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "Core: the state is too large for a walk");
+            return -1;
+        }
     }
     if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases) {
         PyErr_NoMemory();
@@ -1764,14 +1983,16 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
-    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
+    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
                          (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
                          c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
                          c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
                          (long long)c->merges, "steps_skipped", (long long)c->steps_skipped,
                          "merges_blocked", (long long)c->merges_blocked, "boundaries_resumed",
                          (long long)c->boundaries_resumed, "boundaries_after_block",
-                         (long long)c->boundaries_after_block, "repeats_seen", (long long)c->repeats_seen);
+                         (long long)c->boundaries_after_block, "jumps", (long long)c->jumps,
+                         "steps_jumped", (long long)c->steps_jumped, "log_words",
+                         (Py_ssize_t)c->log_len);
 }
 
 static PyObject *list_i32(const Vec32 *v, Py_ssize_t rows) {
