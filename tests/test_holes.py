@@ -143,9 +143,20 @@ def test_an_edge_not_found_yet_is_null() -> None:
 
 def test_interval_holes_need_touching_ok_on_both_sides() -> None:
     intervals = _intervals("0-9 oom, 10-19 ok, 20-24 oom, 25-29 oom, 30-39 ok, 41-50 oom, 51- ok")
-    assert interval_holes(intervals) == [
-        {"first_fail_byte": 20, "last_fail_byte": 29, "width": 10, "intervals": 2}
-    ]
+    (hole,) = interval_holes(intervals)
+    assert {k: hole[k] for k in ("first_fail_byte", "last_fail_byte", "width", "intervals")} == {
+        "first_fail_byte": 20,
+        "last_fail_byte": 29,
+        "width": 10,
+        "intervals": 2,
+    }
+    by_lo = {i.lo: i.run_id for i in intervals}
+    assert hole["run_ids"] == {
+        "ok_below": by_lo[10],
+        "first_fail": by_lo[20],
+        "last_fail": by_lo[25],
+        "ok_above": by_lo[30],
+    }
 
 
 def test_distinct_intervals_covering_and_clipping() -> None:

@@ -131,16 +131,12 @@ def main(args: argparse.Namespace) -> int:
     else:
         print("no simrd timing in this run (use --simrd with SIMRD_DIR); golden times are recorded")
     if args.store:
+        from engine.cli.bench_walk import bench_walks
         from engine.landscape.sweep import bench_sweep_throughput
-        from engine.landscape.walk import bench_exact_walk
-        from engine.sim.catalog import TraceNotFound
 
         print()
         for line in bench_sweep_throughput(args.traces):
             print(line)
-        try:
-            for line in bench_exact_walk(args.traces):
-                print(line)
-        except TraceNotFound:
-            print("exact walk over resnet32 0.095-0.110: needs the DTR traces")
+        for line in bench_walks(args.traces):
+            print(line)
     return 0 if all_exact else 1

@@ -4,6 +4,7 @@
         [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
     dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
+    dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--json | --markdown]
 
 The work is done in engine/landscape/walk.py and engine/landscape/holes.py.
 """
@@ -17,8 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cli import arguments
+from engine.landscape.edges import find_exact_edges
 from engine.landscape.holes import holes_report
-from engine.landscape.walk import find_exact_edges, walk_landscape
+from engine.landscape.walk import walk_landscape
 from engine.sim.policies import POLICIES, make_policy
 from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load
 
@@ -44,7 +46,13 @@ def register(sub: Any) -> dict[str, Handler]:
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
     holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
-    holes.add_argument("trace", help="a trace name or SHA-256, as stored")
+    holes.add_argument("trace", nargs="?", help="a trace name or SHA-256, as stored")
+    holes.add_argument(
+        "--all",
+        action="store_true",
+        help="every stored trace: executions, certified bytes, exact holes, the paper's regions",
+    )
+    holes.add_argument("--markdown", action="store_true", help="with --all: the README's table")
     for parser in (walk, edges, holes):
         parser.add_argument(
             "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
@@ -142,6 +150,12 @@ def _cmd_edges(args: argparse.Namespace) -> int:
 def command_holes(args: argparse.Namespace) -> int:
     from engine.landscape.store import Store
 
+    if args.all == (args.trace is not None):
+        raise ValueError("give a trace, or --all for every stored trace")
+    if args.markdown and not args.all:
+        raise ValueError("--markdown goes with --all")
+    if args.all:
+        return _all_holes(Store.open(args.db), args)
     report = holes_report(Store.open(args.db), args.trace, policy=args.policy, cap=args.cap)
     if args.json:
         print(json.dumps(report))
@@ -162,4 +176,30 @@ def command_holes(args: argparse.Namespace) -> int:
             f"{region['last_fail']} | ok {region['first_ok_above']}{width}"
             + (" (complete)" if exact.get("complete") else "")
         )
+    return 0
+
+
+def _all_holes(store: Any, args: argparse.Namespace) -> int:
+    from engine.landscape.report import landscape_report, markdown_table
+
+    report = landscape_report(store, policy=args.policy, cap=args.cap)
+    if args.json:
+        print(json.dumps(report))
+        return 0
+    if args.markdown:
+        print(markdown_table(report))
+        return 0
+    if not report["traces"]:
+        print(f"no stored runs with policy {report['policy']}, cap {args.cap:g}")
+    for t in report["traces"]:
+        print(
+            f"{t['trace']}: {t['executions']:,} executions, {len(t['holes'])} exact holes, "
+            f"{len(t['certified'])} certified stretch{'es' if len(t['certified']) != 1 else ''}"
+        )
+        for h in t["holes"]:
+            print(
+                f"  fail [{h['first_fail_byte']:,}, {h['last_fail_byte']:,}] {h['width']:,} bytes "
+                f"(ratios {h['first_fail_ratio']:.6f}-{h['last_fail_ratio']:.6f}, "
+                f"{'/'.join(h['statuses'])}, {h['intervals']} executions)"
+            )
     return 0

@@ -270,6 +270,14 @@ def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
                     "last_fail_byte": last,
                     "width": last - intervals[i].lo + 1,
                     "intervals": j - i + 1,
+                    # the runs that prove it: the ok run just below, the failing runs at
+                    # its two ends, the ok run just above
+                    "run_ids": {
+                        "ok_below": below.run_id,
+                        "first_fail": intervals[i].run_id,
+                        "last_fail": intervals[j].run_id,
+                        "ok_above": above.run_id,
+                    },
                 }
             )
     return holes

@@ -15,11 +15,9 @@ interval covers a budget are reused instead of re-run. The pure parts are in eng
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 import uuid
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.landscape.chunks import CHUNK_RUNS, CHUNK_SECONDS, ChunkRunner, ChunkTask, split
@@ -29,11 +27,10 @@ from engine.landscape.holes import (
     certified_bytes,
     covering,
     distinct_intervals,
-    find_edges,
     interval_from_row,
 )
 from engine.sim.policies import Policy, make_policy
-from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load, run_point
+from engine.sim.simulate import DEFAULT_CAP, load, run_point
 
 if TYPE_CHECKING:
     from engine.landscape.store import Store
@@ -41,6 +38,9 @@ if TYPE_CHECKING:
     from engine.sim.trace import Program
 
 FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of at most these
+# A long walk publishes thousands of parts; readers open every part on each query, so the walk
+# folds them into the snapshot every this many parts (and when it ends).
+COMPACT_EVERY_PARTS = 200
 
 
 def policy_certified(policy: type[Policy] | Policy) -> bool:
@@ -71,6 +71,7 @@ class RunWriter:
         self.pending: list[tuple[dict[str, Any], datetime, datetime]] = []
         self.flushed_at = time.monotonic()
         self.executed = 0
+        self.parts = 0
 
     def run(self, ref: TraceRef, budget: int, policy: str) -> Interval:
         started = datetime.now()
@@ -94,6 +95,9 @@ class RunWriter:
     def flush(self) -> None:
         from engine.landscape.store import flatten
 
+        if not self.pending:
+            return
+
         rows = [
             flatten(
                 record,
@@ -109,6 +113,9 @@ class RunWriter:
         self.store.add_rows("runs", rows)
         self.pending = []
         self.flushed_at = time.monotonic()
+        self.parts += 1
+        if self.parts % COMPACT_EVERY_PARTS == 0:
+            self.store.compact()
 
 
 def _walk_row(**row: Any) -> dict[str, Any]:
@@ -244,6 +251,8 @@ def walk_landscape(
         runner.close()
         meter.close()
     writer.flush()
+    if writer.parts:
+        store.compact()
     steps, stopped_at = _chain(found, new_ids, start, end)
     if not certified:  # a budget between two runs' budgets may have decided differently
         stopped_at = start
@@ -346,80 +355,3 @@ class _WalkProgress:
     def close(self) -> None:
         if self.stream is not None:
             self.show()
-
-
-# -- edges ---------------------------------------------------------------------------------
-def find_exact_edges(
-    store: Store,
-    trace: str | TraceRef,
-    *,
-    policy: str = "DTR",
-    cap: float = DEFAULT_CAP,
-    traces: str | os.PathLike[str] | None = None,
-) -> dict[str, Any]:
-    the_policy, ref, program, known, conflicts = _stored(store, trace, policy, cap, traces)
-    spec = the_policy.spec
-    if not known:
-        raise ValueError(f"no stored runs of {ref.name} with policy {spec}, cap {cap:g}")
-    walk_id = uuid.uuid4().hex
-    top = known[-1].hi if known[-1].hi is not None else known[-1].lo
-    row = _walk_row(
-        walk_id=walk_id,
-        kind="edges",
-        trace=ref.name,
-        trace_sha256=program.sha256,
-        policy=spec,
-        cap=float(cap),
-        from_budget=known[0].lo,
-        to_budget=top,
-    )
-    writer = RunWriter(store, walk_id, "edge", cap)
-    try:
-        edges, bisected = find_edges(known, lambda budget: writer.run(ref, budget, spec))
-    except BaseException:
-        writer.flush()
-        store.add_walk(
-            **row, ended_at=datetime.now(), reached=None, complete=False, runs=writer.executed
-        )
-        raise
-    writer.flush()
-    store.add_walk(
-        **{**row, "ended_at": datetime.now()}, reached=top, complete=True, runs=writer.executed
-    )
-    return {
-        "trace": ref.name,
-        "trace_sha256": program.sha256,
-        "policy": spec,
-        "cap": cap,
-        "walk_id": walk_id,
-        "edges": [{"below": _edge_side(a), "above": _edge_side(b)} for a, b in edges],
-        "gaps_bisected": bisected,
-        "runs_executed": writer.executed,
-        "conflicting_intervals": conflicts,
-    }
-
-
-def _edge_side(interval: Interval) -> dict[str, Any]:
-    return {k: getattr(interval, k) for k in ("lo", "hi", "status", "run_id")}
-
-
-# -- benchmark -----------------------------------------------------------------------------
-def bench_exact_walk(traces_dir: str | os.PathLike[str] | None) -> list[str]:
-    """Time the exact walk over ResNet-32 0.095-0.110 (DTR) into a temporary store."""
-    ref, program = load("resnet32", traces_dir)
-    peak = baseline(program).peak  # parse and baseline are cached first, outside the timing
-    start, end = budget_for(0.095, peak), budget_for(0.110, peak)
-    with tempfile.TemporaryDirectory() as tmp:
-        from engine.landscape.store import Store
-
-        store = Store.open(Path(tmp) / "bench.duckdb")
-        began = time.perf_counter()
-        result = walk_landscape(store, ref, start=start, end=end)
-        seconds = time.perf_counter() - began
-    widths = [s["hi"] - s["lo"] + 1 for s in result["intervals"] if s["hi"] is not None]
-    runs = result["runs_executed"]
-    return [
-        f"exact walk resnet32 0.095-0.110 DTR: {runs} runs in {seconds:.1f} s "
-        f"({1000 * seconds / max(runs, 1):.0f} ms/run), {len(result['intervals'])} intervals "
-        f"of {min(widths):,}..{max(widths):,} bytes, coverage {result['coverage']:.3f}"
-    ]

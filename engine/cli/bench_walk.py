@@ -1,0 +1,140 @@
+"""The exact walk's part of `dtr-landscape bench`: the same walk done three ways in one run,
+side by side, with every record checked equal across them.
+
+- replay: one fresh replay per same-execution interval (how walks ran before prefix sharing);
+- prefix: each run resumed from the state where it first differs from the previous one;
+- prefix+suffix: resumed runs also merge into the previous run's rest where their states
+  meet again, and skip ahead over stretches where they would replay it (the default).
+Then the whole `landscape` command (store writes included) and a longer walk of a trace with
+a large state, where the suffix sharing matters most. Times are wall seconds of the walk
+alone (parse and baseline are cached first); the machine's load shows in them, the ratios
+between the modes of one run much less.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.sim import native
+from engine.sim.native import NativeSimulation
+from engine.sim.policies import make_policy
+from engine.sim.simulate import baseline, budget_for, limit_for, load
+
+# (trace, from ratio, to ratio, at most this many executions)
+WALKS = (("resnet32", 0.095, 0.110, None), ("unrolled_gan", 0.30, 0.60, 300))
+
+
+def _compared(result: Any) -> tuple:
+    return tuple(
+        getattr(result, name)
+        for name in (
+            "status",
+            "clock",
+            "remat_compute",
+            "evictions",
+            "policy_evictions",
+            "rematerializations",
+            "operators",
+            "max_memory",
+            "peak_pinned",
+            "depth_at_peak_pinned",
+            "max_nesting_depth",
+            "failure",
+            "same_execution",
+        )
+    )
+
+
+def _walk_modes(
+    trace: str, start_ratio: float, end_ratio: float, limit: int | None, traces_dir: Any
+) -> list[str]:
+    ref, program = load(trace, traces_dir)
+    base = baseline(program)
+    policy = make_policy("DTR")
+    start, end = budget_for(start_ratio, base.peak), budget_for(end_ratio, base.peak)
+    remat_limit = limit_for(base, 60)
+    timings: dict[str, tuple[int, float]] = {}
+    records: dict[str, list[tuple]] = {}
+    stats: dict[str, dict[str, int]] = {}
+    for mode, merging in (("prefix+suffix", True), ("prefix", False)):
+        walk = native.Walk(program, start, policy, remat_limit=remat_limit, merging=merging)
+        began = time.perf_counter()
+        found = []
+        for step in walk:
+            found.append(_compared(step.result))
+            hi = step.result.same_execution["hi"]
+            if hi is None or hi >= end or (limit is not None and len(found) >= limit):
+                break
+        timings[mode] = (len(found), time.perf_counter() - began)
+        records[mode] = found
+        stats[mode] = walk.stats()
+    # one fresh replay per interval, at each interval's lowest budget
+    count = len(records["prefix+suffix"])
+    began = time.perf_counter()
+    fresh = []
+    for record in records["prefix+suffix"]:
+        budget = record[-1]["lo"]  # same_execution: the interval's lowest budget
+        sim = NativeSimulation(program, budget, policy, remat_limit=remat_limit)
+        fresh.append(_compared(sim.run()))
+    timings["replay"] = (count, time.perf_counter() - began)
+    records["replay"] = fresh
+    same = records["replay"] == records["prefix"] == records["prefix+suffix"]
+    replay_rate = count / timings["replay"][1]
+    span = f"{trace} {start_ratio:g}-{end_ratio:g}" + (f" (first {limit})" if limit else "")
+    lines = [
+        f"exact walk {span} DTR: {count} distinct executions, records equal in all modes: {same}"
+    ]
+    for mode in ("replay", "prefix", "prefix+suffix"):
+        runs, seconds = timings[mode]
+        lines.append(
+            f"  {mode:<14} {runs:>6} runs {seconds:>8.2f} s {runs / seconds:>9.1f} runs/s "
+            f"{runs / seconds / replay_rate:>6.1f}x"
+        )
+    full = stats["prefix+suffix"]
+    lines.append(
+        f"  prefix+suffix: {full['merges']} runs merged into their predecessor's rest, "
+        f"{full['jumps']} skips over {full['steps_jumped']:,} steps; "
+        f"state {full['state_bytes']:,} B"
+    )
+    return lines
+
+
+def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
+    from engine.sim.catalog import TraceNotFound
+
+    lines: list[str] = []
+    for trace, a, b, limit in WALKS:
+        try:
+            lines += _walk_modes(trace, a, b, limit, traces_dir)
+        except TraceNotFound:
+            lines.append(f"exact walk over {trace}: needs the DTR traces")
+    with contextlib.suppress(TraceNotFound):  # (said above already)
+        lines += bench_landscape_command(traces_dir)
+    return lines
+
+
+def bench_landscape_command(traces_dir: str | os.PathLike[str] | None) -> list[str]:
+    """The `landscape` command over ResNet-32 0.095-0.110 into a temporary store."""
+    from engine.landscape.store import Store
+    from engine.landscape.walk import walk_landscape
+
+    ref, program = load("resnet32", traces_dir)
+    peak = baseline(program).peak
+    start, end = budget_for(0.095, peak), budget_for(0.110, peak)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(Path(tmp) / "bench.duckdb")
+        began = time.perf_counter()
+        result = walk_landscape(store, ref, start=start, end=end)
+        seconds = time.perf_counter() - began
+    widths = [s["hi"] - s["lo"] + 1 for s in result["intervals"] if s["hi"] is not None]
+    runs = result["runs_executed"]
+    return [
+        f"landscape resnet32 0.095-0.110 DTR (store writes included): {runs} runs in "
+        f"{seconds:.1f} s ({runs / seconds:.0f} runs/s), {len(result['intervals'])} intervals of "
+        f"{min(widths):,}..{max(widths):,} bytes, coverage {result['coverage']:.3f}"
+    ]

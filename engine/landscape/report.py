@@ -1,0 +1,237 @@
+"""`holes --all`: every stored trace's exact landscape in one report, and how it compares with
+the paper's sampled failure regions (Table 1 of "When More Memory Fails").
+
+Everything comes from the store: the distinct same-execution intervals of each trace (one per
+execution walked), the stretches they certify (touching intervals: every byte classified),
+and the holes those stretches prove (a failing stretch with ok intervals touching it on both
+sides: both edges exact). Where the paper sampled a trace, each of its samples is looked up
+in the exact landscape: a sample whose budget lies in a certified stretch gets the status of
+its interval and the run that proves it, so a disagreement names the run to open.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.landscape.holes import (
+    Interval,
+    covering,
+    distinct_intervals,
+    failing,
+    interval_from_row,
+    interval_holes,
+)
+from engine.sim.policies import make_policy
+from engine.sim.simulate import DEFAULT_CAP, budget_for
+
+if TYPE_CHECKING:
+    from engine.landscape.store import Store
+
+# The paper's sampled DTR failure regions: (last ok below, first failing, last failing,
+# first ok above) as ratios of the peak; None where the bracketing sample timed out. The
+# traces listed with no region are those the paper reports none for at its resolution.
+PUBLISHED: dict[str, list[tuple[float | None, float, float, float | None]]] = {
+    "resnet32": [(0.101, 0.102, 0.106, 0.107)],
+    "unet": [(0.422, 0.423, 0.425, 0.426), (0.431, 0.432, 0.435, 0.436)],
+    "inceptionv4": [
+        (0.209, 0.212, 0.222, 0.223),
+        (0.2343, 0.235, 0.2425, 0.243),
+        (None, 0.2526, 0.2527, None),  # its edge brackets (0.2525, 0.2528-0.2530) timed out
+    ],
+    "densenet121": [],
+    "transformer": [],
+    "treelstm": [],
+}
+
+
+def stretches(intervals: list[Interval]) -> list[tuple[int, int | None]]:
+    """Maximal runs of touching intervals (sorted, disjoint): the certified byte ranges."""
+    out: list[tuple[int, int | None]] = []
+    for interval in intervals:
+        if out and out[-1][1] is not None and out[-1][1] + 1 == interval.lo:
+            out[-1] = (out[-1][0], interval.hi)
+        else:
+            out.append((interval.lo, interval.hi))
+    return out
+
+
+def _stored(store: Store, policy: str, cap: float) -> dict[str, dict[str, Any]]:
+    """Per trace version: its name, peak and distinct intervals under (policy, cap)."""
+    from engine.landscape.holes import SAME_SETTINGS
+
+    frame = store.query(
+        "SELECT trace, trace_sha256, peak, run_id, status, overhead, same_lo, same_hi FROM runs "
+        f"WHERE {SAME_SETTINGS} AND status IN ('ok', 'oom', 'thrashed') "
+        "AND same_lo IS NOT NULL AND trace_sha256 IS NOT NULL "
+        "ORDER BY started_at NULLS FIRST, run_id",
+        [policy, float(cap)],
+    )
+    versions: dict[str, dict[str, Any]] = {}
+    for row in frame.to_dict("records"):
+        entry = versions.setdefault(
+            row["trace_sha256"], {"trace": row["trace"], "peak": row["peak"], "rows": []}
+        )
+        entry["rows"].append(interval_from_row(row))
+    return versions
+
+
+def _ratio(budget: int | None, peak: int | None) -> float | None:
+    return None if budget is None or not peak else budget / peak
+
+
+def trace_report(name: str, sha256: str, peak: int, raw: list[Interval]) -> dict[str, Any]:
+    intervals, conflicts = distinct_intervals(raw)
+    certified = stretches(intervals)
+    holes = []
+    for hole in interval_holes(intervals):
+        first, last = hole["first_fail_byte"], hole["last_fail_byte"]
+        at = covering(intervals, first)
+        holes.append(
+            {
+                **hole,
+                "first_fail_ratio": _ratio(first, peak),
+                "last_fail_ratio": _ratio(last, peak),
+                "width_ratio": hole["width"] / peak if peak else None,
+                "statuses": sorted(
+                    {i.status for i in intervals[at : at + hole["intervals"]]}
+                    if at is not None
+                    else []
+                ),
+            }
+        )
+    report: dict[str, Any] = {
+        "trace": name,
+        "trace_sha256": sha256,
+        "peak": peak,
+        "executions": len(intervals),
+        "conflicting_intervals": conflicts,
+        "certified": [
+            {
+                "from_budget": lo,
+                "to_budget": hi,
+                "from_ratio": _ratio(lo, peak),
+                "to_ratio": _ratio(hi, peak),
+                "bytes": None if hi is None else hi - lo + 1,
+            }
+            for lo, hi in certified
+        ],
+        "holes": holes,
+        "failing_bytes_in_holes": sum(h["width"] for h in holes),
+    }
+    if name in PUBLISHED:
+        report["published"] = compare_published(name, peak, intervals, holes)
+    return report
+
+
+def compare_published(
+    name: str, peak: int, intervals: list[Interval], holes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Each published sample against the exact landscape, and each published region against
+    the exact holes between its completing brackets."""
+    regions = []
+    for below, first, last, above in PUBLISHED[name]:
+        samples = [
+            _sample(ratio, expected, peak, intervals)
+            for ratio, expected in ((below, "ok"), (first, "fail"), (last, "fail"), (above, "ok"))
+            if ratio is not None
+        ]
+        lo = budget_for(below if below is not None else first, peak)
+        hi = budget_for(above if above is not None else last, peak)
+        inside = [h for h in holes if h["first_fail_byte"] <= hi and h["last_fail_byte"] >= lo]
+        regions.append(
+            {
+                "published": {
+                    "last_ok_below": below,
+                    "first_fail": first,
+                    "last_fail": last,
+                    "first_ok_above": above,
+                },
+                "samples": samples,
+                "agrees": all(s["agrees"] for s in samples if s["agrees"] is not None),
+                "exact_holes": inside,
+            }
+        )
+    claimed = [(budget_for(r[1], peak), budget_for(r[2], peak)) for r in PUBLISHED[name]]
+    unseen = [
+        h
+        for h in holes
+        if not any(h["first_fail_byte"] <= b and h["last_fail_byte"] >= a for a, b in claimed)
+    ]
+    return {
+        "regions": regions,
+        "holes_not_in_paper": unseen,
+        "paper_reports_none": not PUBLISHED[name],
+    }
+
+
+def _sample(ratio: float, expected: str, peak: int, intervals: list[Interval]) -> dict[str, Any]:
+    budget = budget_for(ratio, peak)
+    at = covering(intervals, budget)
+    found = intervals[at] if at is not None else None
+    status = found.status if found is not None else None
+    agrees = None if found is None else (failing(status or "") == (expected == "fail"))
+    return {
+        "ratio": ratio,
+        "budget": budget,
+        "published": expected,
+        "exact_status": status,
+        "run_id": found.run_id if found is not None else None,
+        "agrees": agrees,
+    }
+
+
+def landscape_report(
+    store: Store, *, policy: str = "DTR", cap: float = DEFAULT_CAP
+) -> dict[str, Any]:
+    """Every stored trace (by version), its executions, certified stretches and exact holes."""
+    spec = make_policy(policy).spec
+    traces = []
+    for sha256, entry in _stored(store, spec, cap).items():
+        peak = int(entry["peak"]) if entry["peak"] == entry["peak"] else 0
+        traces.append(trace_report(str(entry["trace"]), sha256, peak, entry["rows"]))
+    traces.sort(key=lambda t: (t["trace"], t["trace_sha256"]))
+    return {"policy": spec, "cap": cap, "traces": traces}
+
+
+def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 0.60) -> str:
+    """The README's table: per trace, executions, certified share of [start, end] and holes."""
+    lines = [
+        f"| trace | executions | certified {start:g}-{end:g} | holes | failing bytes in holes "
+        "| widest hole (bytes, ratios) | paper's sampled regions |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for t in report["traces"]:
+        peak = t["peak"]
+        a, b = budget_for(start, peak), budget_for(end, peak)
+        done = 0
+        for c in t["certified"]:
+            lo, hi = (
+                max(c["from_budget"], a),
+                b if c["to_budget"] is None else min(c["to_budget"], b),
+            )
+            done += max(0, hi - lo + 1)
+        holes = [h for h in t["holes"] if h["last_fail_byte"] >= a and h["first_fail_byte"] <= b]
+        widest = max(holes, key=lambda h: h["width"], default=None)
+        widest_text = (
+            f"{widest['width']:,} "
+            f"({widest['first_fail_ratio']:.5f}-{widest['last_fail_ratio']:.5f})"
+            if widest
+            else "-"
+        )
+        published = t.get("published")
+        if published is None:
+            paper = "not in Table 1"
+        elif published["paper_reports_none"]:
+            paper = f"none; {len(published['holes_not_in_paper'])} exact holes found"
+        else:
+            agree = all(r["agrees"] for r in published["regions"])
+            paper = (
+                f"{len(published['regions'])} regions, samples "
+                f"{'agree' if agree else 'DISAGREE'}; {len(published['holes_not_in_paper'])} "
+                "more exact holes"
+            )
+        lines.append(
+            f"| {t['trace']} | {t['executions']:,} | {done / (b - a + 1):.4f} | {len(holes):,} "
+            f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} |"
+        )
+    return "\n".join(lines)
