@@ -23,7 +23,7 @@ from engine.landscape.holes import (
 from engine.landscape.store import Store
 from engine.landscape.walk import walk_landscape
 from engine.sim.simulate import run_point
-from tests.helpers import cli_json
+from tests.helpers import cli, cli_json
 
 
 def _samples(table: str) -> list[Sample]:
@@ -304,3 +304,73 @@ def test_synthetic_hole_becomes_complete(tmp_path: Path) -> None:
         {k: h[k] for k in ("first_fail_byte", "last_fail_byte", "width")}
         for h in final["interval_holes"]
     ]
+
+
+# -- holes --all: the report over every stored trace ---------------------------------------------
+def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
+    """After an exact walk, `holes --all` lists the trace's executions, the stretch the walk
+    certified, and each hole with its exact bytes and the runs on both sides of it."""
+    db = tmp_path / "landscape.duckdb"
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    peak = run_point("synthetic-mlp", ratio=1.0)["peak"]
+    start, end = int(0.398 * peak), int(0.425 * peak)
+    walk = walk_landscape(Store.open(db), "synthetic-mlp", start=start, end=end)
+    assert walk["complete"]
+    report = cli_json("holes", "--all", "--db", str(db), "--json", env=env)
+    (trace,) = report["traces"]
+    assert trace["trace"] == "synthetic-mlp" and trace["executions"] == walk["runs_executed"]
+    (stretch,) = trace["certified"]  # one walk, every interval touching the next
+    assert stretch["from_budget"] <= start and (stretch["to_budget"] or end) >= end
+    holes = trace["holes"]
+    assert len(holes) >= 2 and "published" not in trace  # not a trace of the paper's table
+    runs = {
+        r["run_id"]: r
+        for r in Store.open(db)
+        .query("SELECT run_id, status, same_lo, same_hi FROM runs")
+        .to_dict("records")
+    }
+    for hole in holes:
+        ids = hole["run_ids"]
+        below, above = runs[ids["ok_below"]], runs[ids["ok_above"]]
+        assert below["status"] == above["status"] == "ok"
+        assert below["same_hi"] + 1 == hole["first_fail_byte"] == runs[ids["first_fail"]]["same_lo"]
+        assert above["same_lo"] - 1 == hole["last_fail_byte"] == runs[ids["last_fail"]]["same_hi"]
+        assert hole["width"] == hole["last_fail_byte"] - hole["first_fail_byte"] + 1
+    table = cli("holes", "--all", "--markdown", "--db", str(db), env=env).stdout
+    assert "| synthetic-mlp |" in table and f"| {len(holes):,} |" in table
+
+
+def test_all_holes_compares_with_the_paper(tmp_path: Path, traces_dir: Path) -> None:
+    """ResNet-32 walked over 0.095-0.110: the paper's samples (ok 0.101, oom 0.102 and 0.106,
+    ok 0.107) each fall in an interval of their published status, the paper's region holds
+    the exact 44,998,960-byte hole, and the holes its samples do not reach are listed apart."""
+    db = tmp_path / "landscape.duckdb"
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": str(traces_dir)}
+    cli_json(
+        "landscape",
+        "resnet32",
+        "--from",
+        "0.095",
+        "--to",
+        "0.110",
+        "--db",
+        str(db),
+        "--json",
+        env=env,
+    )
+    (trace,) = cli_json("holes", "--all", "--db", str(db), "--json", env=env)["traces"]
+    (region,) = trace["published"]["regions"]
+    assert region["agrees"] and all(s["agrees"] for s in region["samples"])
+    assert [s["exact_status"] for s in region["samples"]] == ["ok", "oom", "oom", "ok"]
+    # between the paper's brackets: its hole, and four of 128 bytes just above its last
+    # failing sample (0.106) that no sample separates from it
+    widths = [h["width"] for h in region["exact_holes"]]
+    assert widths[0] == 44_998_960 and widths[1:] == [128] * 4
+    unseen = trace["published"]["holes_not_in_paper"]
+    assert len(unseen) == len(trace["holes"]) - 1 and all(h["width"] < 10**5 for h in unseen)
+
+
+def test_all_holes_bad_arguments(tmp_path: Path) -> None:
+    for args in (["holes"], ["holes", "resnet32", "--all"], ["holes", "x", "--markdown"]):
+        done = cli(*args, "--db", str(tmp_path / "x.duckdb"))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
