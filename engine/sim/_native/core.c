@@ -176,6 +176,14 @@ typedef struct {
     int32_t epoch;
     uint64_t *clo;
     Py_ssize_t clo_used, clo_cap;
+    /* shared_pass's results by closure union: bases whose evicted neighbours' closures unite
+       to the same local sets get the same global rows (half of them, in deep cascades) */
+    uint64_t *memo;        /* entries of (key words, global interior, global frontier) */
+    int64_t *memo_total;   /* each entry's interior compute */
+    uint64_t *memo_hash;   /* each entry's key hash */
+    int32_t *memo_slot;    /* open addressing: entry index + 1, 0 empty */
+    Py_ssize_t memo_cap, memo_slots;
+    int64_t memo_hits;
     int32_t *dfs_node, *dfs_edge, *bases;
     int shared_search; /* 0: plain searches only (a test switch) */
     Vec32 cover;       /* TwoPhase's candidates */
@@ -409,6 +417,34 @@ static void search(Core *c, int32_t base, int forward) {
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
 }
 
+/* Room for nb entries of `words` words, and an empty table of slots for them. */
+static int memo_reserve(Core *c, Py_ssize_t nb, Py_ssize_t words) {
+    if (nb * words > c->memo_cap) {
+        Py_ssize_t cap = nb * words * 2;
+        uint64_t *memo = (uint64_t *)PyMem_Realloc(c->memo, sizeof(uint64_t) * cap);
+        if (!memo) return -1;
+        c->memo = memo;
+        c->memo_cap = cap;
+    }
+    Py_ssize_t slots = 16;
+    while (slots < 2 * nb) slots *= 2;
+    if (slots > c->memo_slots) {
+        PyMem_Free(c->memo_slot);
+        PyMem_Free(c->memo_hash);
+        PyMem_Free(c->memo_total);
+        c->memo_slot = (int32_t *)PyMem_Malloc(sizeof(int32_t) * slots);
+        c->memo_hash = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * slots);
+        c->memo_total = (int64_t *)PyMem_Malloc(sizeof(int64_t) * slots);
+        c->memo_slots = slots;
+        if (!c->memo_slot || !c->memo_hash || !c->memo_total) {
+            c->memo_slots = 0;
+            return -1;
+        }
+    }
+    memset(c->memo_slot, 0, sizeof(int32_t) * c->memo_slots);
+    return 0;
+}
+
 /* All the fresh searches of one direction in one after_compute, sharing their work.
 
    The affected storages mostly border the same evicted region, so their plain searches walk
@@ -501,43 +537,76 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         }
     }
     uint64_t *li = c->clo + (Py_ssize_t)m * 2 * W, *lf = li + W; /* the base's, local */
+    Py_ssize_t entry_words = 2 * W + 2 * GW, entries = 0;
+    if (memo_reserve(c, nb, entry_words) < 0) return -2;
     for (Py_ssize_t b = 0; b < nb; b++) {
         int32_t base = bases[b];
         uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
         uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
         row_begin(c, interior, 0);
         row_begin(c, frontier, 1);
-        memset(interior, 0, sizeof(uint64_t) * GW);
-        memset(frontier, 0, sizeof(uint64_t) * GW);
         memset(li, 0, sizeof(uint64_t) * 2 * W);
         const int32_t *e = items + off[base];
+        int evicted = 0;
         for (int32_t k = 0; k < len[base]; k++) {
             int32_t u = e[k];
-            if (material[u]) {
-                set_bit(frontier, u);
-            } else {
-                const uint64_t *R = c->clo + (Py_ssize_t)local[u] * 2 * W, *F = R + W;
-                for (Py_ssize_t x = 0; x < W; x++) {
-                    li[x] |= R[x];
-                    lf[x] |= F[x];
-                }
+            if (material[u]) continue;
+            evicted = 1;
+            const uint64_t *R = c->clo + (Py_ssize_t)local[u] * 2 * W, *F = R + W;
+            for (Py_ssize_t x = 0; x < W; x++) {
+                li[x] |= R[x];
+                lf[x] |= F[x];
             }
         }
         int64_t total = 0;
-        for (Py_ssize_t x = 0; x < W; x++) {
-            uint64_t word = li[x];
-            while (word) {
-                int32_t g = global[(x << 6) + __builtin_ctzll(word)];
-                word &= word - 1;
-                set_bit(interior, g);
-                total += a->compute[g];
+        if (!evicted) {
+            memset(interior, 0, sizeof(uint64_t) * GW);
+            memset(frontier, 0, sizeof(uint64_t) * GW);
+        } else {
+            /* the union's global rows: looked up, or converted bit by bit and kept */
+            uint64_t h = 0x243f6a8885a308d3ULL;
+            for (Py_ssize_t x = 0; x < 2 * W; x++) h = mix64(h ^ li[x]);
+            Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)(c->memo_slots - 1));
+            uint64_t *entry = NULL;
+            while (c->memo_slot[slot]) {
+                Py_ssize_t i = c->memo_slot[slot] - 1;
+                uint64_t *cand = c->memo + i * entry_words;
+                if (c->memo_hash[i] == h && memcmp(cand, li, sizeof(uint64_t) * 2 * W) == 0) {
+                    entry = cand;
+                    total = c->memo_total[i];
+                    c->memo_hits++;
+                    break;
+                }
+                slot = (slot + 1) & (c->memo_slots - 1);
             }
-            word = lf[x];
-            while (word) {
-                set_bit(frontier, global[(x << 6) + __builtin_ctzll(word)]);
-                word &= word - 1;
+            if (!entry) {
+                entry = c->memo + entries * entry_words;
+                memcpy(entry, li, sizeof(uint64_t) * 2 * W);
+                uint64_t *gi = entry + 2 * W, *gf = gi + GW;
+                memset(gi, 0, sizeof(uint64_t) * 2 * GW);
+                for (Py_ssize_t x = 0; x < W; x++) {
+                    uint64_t word = li[x];
+                    while (word) {
+                        int32_t g = global[(x << 6) + __builtin_ctzll(word)];
+                        word &= word - 1;
+                        set_bit(gi, g);
+                        total += a->compute[g];
+                    }
+                    word = lf[x];
+                    while (word) {
+                        set_bit(gf, global[(x << 6) + __builtin_ctzll(word)]);
+                        word &= word - 1;
+                    }
+                }
+                c->memo_hash[entries] = h;
+                c->memo_total[entries] = total;
+                c->memo_slot[slot] = (int32_t)(++entries);
             }
+            memcpy(interior, entry + 2 * W, sizeof(uint64_t) * GW);
+            memcpy(frontier, entry + 2 * W + GW, sizeof(uint64_t) * GW);
         }
+        for (int32_t k = 0; k < len[base]; k++)
+            if (material[e[k]]) set_bit(frontier, e[k]);
         if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
         row_end(c, interior, 0);
         row_end(c, frontier, 1);
@@ -1586,7 +1655,7 @@ static void Core_dealloc(Core *c) {
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
                      c->slot[1], c->clo, c->bases, c->traj, c->sufmin, c->nextflip,
                      c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
-                     c->row_old[1]};
+                     c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
         PyMem_Free(c->snaps[i].arena);
