@@ -37,7 +37,7 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
     """Every view of the trace under `policy`, built from one read of its runs."""
     runs = data.runs(name, policy)
     peak = data.peak(name, runs)
-    found = holes(runs)
+    found = holes(runs, policy)
     pairs = facts(found, len(runs), coverage(data.walks(name, policy)), peak)
     return {
         "strip": outcome_strip(runs, height=260, uirevision=f"trace-{name}"),
