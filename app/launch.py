@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.landscape.ids import check_run_id, inside
 from engine.landscape.sampling import (  # the same parsers and limits as `dtr-landscape sweep`
     MAX_BUDGETS,
     MAX_RATIO,
@@ -160,10 +161,14 @@ def validate(
     policies: Collection[str],
     peak: int | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """The job spec and a one-line label for the form's values, or LaunchError."""
+    """The job spec and a one-line label for the form's values, or LaunchError. `traces`: the
+    engine's catalog (app/data.py `catalog`), not every trace the store has runs of."""
     trace = str(form.get("trace") or "")
-    if trace not in traces:
-        raise LaunchError(f"Unknown trace {trace!r}.")
+    if trace not in traces:  # the engine's catalog: a trace only the store knows cannot run
+        raise LaunchError(
+            f"Trace {trace!r} is not in the engine's catalog here (set DTR_LANDSCAPE_TRACES "
+            "to the folder of its log); nothing was launched."
+        )
     mode = str(form.get("mode") or "")
     if mode not in MODES:
         raise LaunchError(f"Unknown launch mode {mode!r}.")
@@ -266,7 +271,11 @@ def plan(
         current = f"ratio {ratio:g}" if ratio is not None else f"{spec['budget']:,} B"
         return Plan([Step(argv, current, stores=True)], total=1)
     if kind == "events":
-        target = Path(events_dir or db.parent / "events") / f"{spec['run_id']}.parquet"
+        try:  # the run id names the file: it must be one, and stay in the folder
+            name = f"{check_run_id(spec['run_id'])}.parquet"
+            target = inside(events_dir or db.parent / "events", name)
+        except ValueError as exc:
+            raise PlanError(f"event log of run {spec['run_id']!r}: {exc}") from None
         argv = _run_argv(spec) + ["--events", str(target)]
         return Plan(
             [Step(argv, f"{spec['budget']:,} B", stores=False)], total=1, events_path=str(target)

@@ -41,7 +41,7 @@ def check(**form: object) -> tuple[dict, str]:
         ({"mode": "list", "list": "0.4, x"}, "must be a number"),
         ({"mode": "list", "list": ""}, "empty"),
         ({"mode": "walk", "from": "0.3", "to": "3"}, "in (0, 2]"),
-        ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "Unknown trace"),
+        ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "not in the engine's catalog"),
         ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
         ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),
         ({"mode": "ratio", "value": "0.5", "cap": "one"}, "Cap must be a number"),

@@ -7,6 +7,7 @@ beside the store). When there is none, a button queues a job that replays the ru
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dash
@@ -36,7 +37,11 @@ POLL_MS = 2000
 
 def _read_events(record: dict[str, Any]) -> Any:
     """The run's own events_path first, then events/<run_id>.parquet beside the store."""
-    for path in (record.get("events_path"), data.events_path_for(str(record["run_id"]))):
+    try:
+        ours: Path | None = data.events_path_for(str(record["run_id"]))
+    except ValueError:  # an id stored before ids were checked: it names no file of ours
+        ours = None
+    for path in (record.get("events_path"), ours):
         events = data.read_events(path) if path else None
         if events is not None:
             return events

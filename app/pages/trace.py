@@ -209,7 +209,7 @@ def submit(form: dict[str, Any]) -> html.Span:
     try:
         spec, label = validate(
             form,
-            traces=data.known_traces(),
+            traces=data.catalog(),
             policies=data.policies(),
             peak=data.peak(str(form.get("trace"))),
         )
