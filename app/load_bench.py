@@ -170,11 +170,13 @@ def _stats(prefix: Path) -> tuple[int, int, float, list[str]]:
 
 
 def _seed(db: Path) -> list[str]:
-    """A few runs to browse from the start (their ids are the /run/<id> pages)."""
+    """A few runs to browse from the start (their ids are the /run/<id> pages), off the
+    sweep's 0.001 grid, so the sweep skips none of its points as already stored."""
     from engine.landscape.store import Store
     from engine.sim.simulate import run_point
 
-    records = [run_point(TRACE, ratio=r) for r in (0.36, 0.38, 0.40, 0.41, 0.42, 0.45, 0.5)]
+    ratios = (0.3605, 0.3805, 0.4005, 0.4105, 0.4205, 0.4505, 0.5005)
+    records = [run_point(TRACE, ratio=r) for r in ratios]
     return Store.open(db).add_runs(records, source="engine", cap=60)
 
 

@@ -221,10 +221,30 @@ def age_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return (0, 0, _text(row.get("run_id"))) if missing(started) else (1, started, row["run_id"])
 
 
+# Every column `select` reads.
+SELECTED_COLUMNS = (
+    "run_id",
+    "trace_sha256",
+    "policy",
+    "cap",
+    "retained",
+    "stage",
+    "started_at",
+    "ratio",
+    "budget",
+    "status",
+    "overhead",
+    "same_lo",
+    "same_hi",
+)
+
+
 def _records(rows: pd.DataFrame | Rows) -> list[Mapping[str, Any]]:
-    to_dict = getattr(rows, "to_dict", None)
-    if callable(to_dict):  # a DataFrame: one dict per row
-        return list(to_dict("records"))
+    columns = getattr(rows, "columns", None)
+    if columns is not None:  # a DataFrame: one dict per row, of the columns read here only
+        frame: Any = rows
+        wanted = [c for c in SELECTED_COLUMNS if c in columns]
+        return list(frame[wanted].to_dict("records"))
     return list(rows)  # type: ignore[arg-type]
 
 
@@ -310,19 +330,13 @@ def landscape_holes(
 
 
 # -- the `holes` command: store I/O -------------------------------------------------
-# Every column `select` reads.
-SELECTED_COLUMNS = (
-    "run_id, trace_sha256, policy, cap, retained, stage, started_at, ratio, budget, status, "
-    "overhead, same_lo, same_hi"
-)
-
-
 def holes_report(
     store: Store, trace: str, *, policy: str = "DTR", cap: float = DEFAULT_CAP
 ) -> dict[str, Any]:
     spec = make_policy(policy).spec
     frame = store.query(
-        f"SELECT {SELECTED_COLUMNS} FROM runs WHERE (trace = ? OR trace_sha256 = ?) AND policy = ?",
+        f"SELECT {', '.join(SELECTED_COLUMNS)} FROM runs "
+        "WHERE (trace = ? OR trace_sha256 = ?) AND policy = ?",
         [trace, trace, spec],
     )
     try:
