@@ -42,6 +42,7 @@ from engine.landscape.intervals import (
     failing,
     interval_from_row,
     interval_holes,
+    missing,
 )
 from engine.landscape.intervals import (
     certified_bytes as certified_bytes,
@@ -190,11 +191,6 @@ class Selection:
     intervals: list[Interval]  # distinct same-execution intervals of the resolved runs
     conflicting_intervals: int
     without_version: int  # runs with no SHA-256 set aside because other runs have one
-
-
-def missing(value: Any) -> bool:
-    """None, or a null as pandas gives it (NaN, NaT: the only values unequal to themselves)."""
-    return value is None or bool(value != value)
 
 
 def _text(value: Any) -> str:

@@ -25,6 +25,17 @@ def failing(status: str) -> bool:
     return status in FAILING
 
 
+def missing(value: Any) -> bool:
+    """None, or a null as pandas gives it: NaN and NaT (the values unequal to themselves) or
+    pd.NA (whose comparisons are NA, which has no truth value)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:
+        return True
+
+
 @dataclass(frozen=True)
 class Interval:
     lo: int
@@ -190,12 +201,13 @@ def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
 
 # -- rows ------------------------------------------------------------------------------------
 def interval_from_row(row: dict[str, Any]) -> Interval:
-    hi, overhead = row.get("same_hi"), row.get("overhead")
+    hi: Any = row.get("same_hi")
+    overhead: Any = row.get("overhead")
     return Interval(
         lo=int(row["same_lo"]),
-        hi=None if hi is None or hi != hi else int(hi),  # NaN from pandas is null
+        hi=None if missing(hi) else int(hi),
         status=str(row["status"]),
-        overhead=None if overhead is None or overhead != overhead else float(overhead),
+        overhead=None if missing(overhead) else float(overhead),
         run_id=row.get("run_id"),
     )
 
