@@ -21,10 +21,16 @@ def register(sub: Any) -> dict[str, Handler]:
     serve.add_argument("--workers", type=int, default=2)
     serve.add_argument("--db", metavar="PATH", help="the DuckDB store")
     serve.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
-    sub.add_parser(
+    bench = sub.add_parser(
         "bench-dashboard",
-        help="time the dashboard in Chromium (overview with 10,000 runs, a run detail)",
+        help="time the dashboard in Chromium (overview with 10,000 runs, a run detail); "
+        "--load: many users browsing while a sweep writes",
     )
+    bench.add_argument(
+        "--load", action="store_true", help="locust users against gunicorn during a sweep"
+    )
+    bench.add_argument("--users", type=int, default=50, help="with --load: concurrent users")
+    bench.add_argument("--runs", type=int, default=1000, help="with --load: runs the sweep writes")
     return {"serve": _cmd_serve, "bench-dashboard": _cmd_bench_dashboard}
 
 
@@ -39,6 +45,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench_dashboard(args: argparse.Namespace) -> int:
+    if args.load:
+        from app.load_bench import main
+
+        return main(args)
     from app.browser_bench import bench_dashboard
 
     for line in bench_dashboard():

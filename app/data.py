@@ -16,6 +16,7 @@ import pandas as pd
 
 from app.jobs import JobStore
 from app.landscape import with_x
+from engine.landscape.ids import check_run_id, inside
 from engine.landscape.store import Store, StoreError, default_path
 
 EVENTS_DIR = "events"
@@ -33,9 +34,15 @@ def jobs() -> JobStore:
     return JobStore.beside(store_path())
 
 
+def events_dir() -> Path:
+    return store_path().parent / EVENTS_DIR
+
+
 def events_path_for(run_id: str) -> Path:
-    """Where an event log recorded from the dashboard goes: events/<run_id>.parquet."""
-    return store_path().parent / EVENTS_DIR / f"{run_id}.parquet"
+    """Where an event log recorded from the dashboard goes: events/<run_id>.parquet, for a
+    valid run id only (engine/landscape/ids.py), and never outside events/ (RunIdError or
+    PathEscapeError, both ValueError)."""
+    return inside(events_dir(), f"{check_run_id(run_id)}.parquet")
 
 
 def catalog() -> dict[str, str]:

@@ -26,6 +26,7 @@ TRACE_LOCATION = "trace-location"
 TRACE_JOBS = "trace-jobs"
 TRACE_JOB_CANCEL = "trace-job-cancel"  # pattern: {"type": TRACE_JOB_CANCEL, "job": id}
 TRACE_CANCEL_MESSAGE = "trace-cancel-message"
+TRACE_CANCEL_REQUEST = "trace-cancel-request"  # {job, at}: the last cancel button clicked
 # the launch form
 TRACE_MODE = "trace-launch-mode"
 TRACE_VALUE = "trace-launch-value"
@@ -37,6 +38,7 @@ TRACE_POINTS = "trace-launch-points"
 TRACE_CAP = "trace-launch-cap"
 TRACE_LAUNCH = "trace-launch-button"
 TRACE_LAUNCH_MESSAGE = "trace-launch-message"
+TRACE_TOKEN = "trace-token"  # the access token, for launching and cancelling
 
 # Run detail (/run/<run_id>)
 RUN_ID = "run-id"
@@ -47,5 +49,6 @@ RUN_RERUN = "run-rerun"
 RUN_RETAIN = "run-retain"
 RUN_RERUN_RETAIN = "run-rerun-retain"
 RUN_MESSAGE = "run-message"
+RUN_TOKEN = "run-token"
 RUN_EVENT_TABLE = "run-event-table"
 RUN_OPERATOR_CHART = "run-operator-chart"

@@ -28,6 +28,10 @@ from typing import Any
 JOBS_FILE = "jobs.sqlite"
 MAX_JOBS_ENV = "DTR_LANDSCAPE_MAX_JOBS"
 DEFAULT_MAX_JOBS = 2
+# Jobs the web side may leave waiting: launching beyond it is refused, so a loop of launches
+# cannot pile up unbounded work (the runner's own seeding is not limited).
+MAX_QUEUED_ENV = "DTR_LANDSCAPE_MAX_QUEUED"
+DEFAULT_MAX_QUEUED = 20
 # A runner that has not written its heartbeat for this long is taken to be gone.
 RUNNER_STALE_S = 10.0
 
@@ -71,6 +75,24 @@ def max_jobs() -> int:
     except ValueError:
         return DEFAULT_MAX_JOBS
     return max(1, value)
+
+
+def max_queued() -> int:
+    """How many queued jobs the dashboard accepts at once (DTR_LANDSCAPE_MAX_QUEUED)."""
+    try:
+        value = int(os.environ.get(MAX_QUEUED_ENV) or DEFAULT_MAX_QUEUED)
+    except ValueError:
+        return DEFAULT_MAX_QUEUED
+    return max(1, value)
+
+
+class QueueFull(RuntimeError):
+    """A launch refused because `limit` jobs are already waiting."""
+
+    def __init__(self, waiting: int, limit: int) -> None:
+        self.waiting, self.limit = waiting, limit
+        jobs = "1 job is" if waiting == 1 else f"{waiting} jobs are"
+        super().__init__(f"{jobs} already waiting (limit {limit}); wait or cancel one.")
 
 
 @dataclass(frozen=True)
@@ -140,23 +162,40 @@ class JobStore:
             con.close()
 
     # -- the web side ----------------------------------------------------------------------
-    def submit(self, spec: dict[str, Any], label: str) -> int:
-        """Queue a job; returns its id."""
+    def submit(self, spec: dict[str, Any], label: str, *, max_queued: int | None = None) -> int:
+        """Queue a job; returns its id. With `max_queued`, QueueFull when that many jobs are
+        waiting already (counted and inserted in one write transaction, so two web workers
+        cannot both take the last place)."""
         with self.connect() as con:
-            cur = con.execute(
-                "INSERT INTO jobs (kind, trace, policy, label, spec, total, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    spec["kind"],
-                    spec["trace"],
-                    spec.get("policy", ""),
-                    label,
-                    json.dumps(spec, sort_keys=True),
-                    spec.get("total"),
-                    time.time(),
-                ),
-            )
-            return int(cur.lastrowid or 0)
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                waiting = con.execute("SELECT count(*) FROM jobs WHERE status = 'queued'")
+                queued = int(waiting.fetchone()[0])
+                if max_queued is not None and queued >= max_queued:
+                    raise QueueFull(queued, max_queued)
+                job_id = self._insert(con, spec, label)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+            return job_id
+
+    @staticmethod
+    def _insert(con: sqlite3.Connection, spec: dict[str, Any], label: str) -> int:
+        cur = con.execute(
+            "INSERT INTO jobs (kind, trace, policy, label, spec, total, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                spec["kind"],
+                spec["trace"],
+                spec.get("policy", ""),
+                label,
+                json.dumps(spec, sort_keys=True),
+                spec.get("total"),
+                time.time(),
+            ),
+        )
+        return int(cur.lastrowid or 0)
 
     def cancel(self, job_id: int) -> str | None:
         """Cancel a queued job at once, or ask the runner to stop a running one.

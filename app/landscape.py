@@ -1,9 +1,9 @@
-"""Landscape arithmetic over a frame of runs (the store's `runs` columns). Pure functions.
+"""The landscape of a frame of runs (the store's `runs` columns) as the pages show it. Pure.
 
-Sampled holes follow DOMAIN.md's definitions ("Counting holes"): timeouts set aside first;
-a completing sample is `ok`, a failing one `oom` or `thrashed`. A region's exact width in
-bytes is known only when the same-execution intervals of its failing samples chain without
-a gap from just above the last completing sample's interval to just below the next one's.
+Which runs are samples, the hole counts and the exact widths are the engine's
+(engine/landscape/holes.py `landscape_holes`, the same function `dtr-landscape holes` calls);
+this module only adapts its report into the dataclasses the components take, and adds what
+is the dashboard's own: the ratio axis, walk coverage and a run's neighbours.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from engine.landscape.holes import FAILING, UNRESOLVED, count_holes
-from engine.landscape.holes import Sample as HoleSample
+from engine.landscape.holes import age_key, comparable, landscape_holes, missing
+from engine.sim.simulate import DEFAULT_CAP
 
 
 def with_x(frame: pd.DataFrame) -> pd.DataFrame:
@@ -30,16 +30,6 @@ def with_x(frame: pd.DataFrame) -> pd.DataFrame:
 
 def is_imported(source: Any) -> bool:
     return isinstance(source, str) and source.startswith("import:")
-
-
-def sampled(frame: pd.DataFrame) -> pd.DataFrame:
-    """One run per budget (the newest), what-if runs (retained storages) left out, by budget."""
-    if frame.empty:
-        return frame
-    plain = frame[frame["retained"].fillna("") == ""]
-    order = ["budget", "started_at"] if "started_at" in plain else ["budget"]
-    plain = plain.sort_values(order, na_position="first", kind="stable")
-    return plain.drop_duplicates("budget", keep="last").reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -59,7 +49,9 @@ class Region:
     last_fail: Sample
     first_ok_above: Sample
     failing_samples: int
-    exact_width: int | None  # bytes, when the failing intervals are known to chain
+    exact_width: int | None  # bytes from the first to the last failing byte, when both are known
+    complete: bool = False  # every byte between them classified by stored intervals
+    ok_bytes_inside: int = 0  # completing bytes inside: really several holes
 
 
 @dataclass(frozen=True)
@@ -72,89 +64,54 @@ class Holes:
     low_edge: tuple[Sample | None, Sample | None] = (None, None)  # last fail, first ok
     high_edge: tuple[Sample | None, Sample | None] = (None, None)  # last ok, first fail above
     stable_from: Sample | None = None
+    cap: float = DEFAULT_CAP
+    other_versions: int = 0  # trace versions stored besides the one shown (the newest)
 
 
-def _sample(row: Any) -> Sample:
-    peak = row.get("peak")
-    ratio = row["budget"] / peak if peak and peak == peak and peak > 0 else None
-    return Sample(str(row["run_id"]), int(row["budget"]), ratio, str(row["status"]))
+def _sample(point: dict[str, Any]) -> Sample:
+    """A sample of the engine's report; its run id is what a click opens."""
+    return Sample(str(point["run_id"]), int(point["budget"]), point["ratio"], point["status"])
 
 
-def _exact_width(ok_below: Any, fails: list[Any], ok_above: Any) -> int | None:
-    hi_below, lo_above = ok_below.get("same_hi"), ok_above.get("same_lo")
-    if pd.isna(hi_below) or pd.isna(lo_above):
-        return None
-    covered = int(hi_below) + 1  # the first byte not known to complete
-    for row in fails:
-        lo, hi = row.get("same_lo"), row.get("same_hi")
-        if pd.isna(lo) or pd.isna(hi) or int(lo) > covered:
-            return None  # an unclassified gap
-        covered = max(covered, int(hi) + 1)
-    if covered < int(lo_above):
-        return None
-    return int(lo_above) - int(hi_below) - 1
+def _maybe(point: dict[str, Any] | None) -> Sample | None:
+    return None if point is None else _sample(point)
 
 
-def holes(frame: pd.DataFrame) -> Holes:
-    """Sampled holes of one trace under one policy. The counting is engine/holes.py's (one
-    definition for the CLI and the dashboard); here samples are ordered by budget (runs of
-    one trace share its peak), and each region keeps its runs so the table can open them."""
-    runs = sampled(frame)
-    if runs.empty:
-        return Holes(samples=0, timeouts=0, first_success=None, failing_above_first_success=0)
-    rows = runs.to_dict("records")
-    by_budget = {int(row["budget"]): row for row in rows}
-    counted = count_holes(
-        HoleSample(ratio=float(row["budget"]), budget=int(row["budget"]), status=str(row["status"]))
-        for row in rows
+def _region(region: dict[str, Any]) -> Region:
+    ends, exact = region["points"], region["bytes"]
+    return Region(
+        last_ok_below=_sample(ends["last_ok_below"]),
+        first_fail=_sample(ends["first_fail"]),
+        last_fail=_sample(ends["last_fail"]),
+        first_ok_above=_sample(ends["first_ok_above"]),
+        failing_samples=int(region["failing_samples"]),
+        exact_width=exact["width"],
+        complete=bool(exact["complete"]),
+        ok_bytes_inside=int(exact["ok_bytes_inside"]),
     )
 
-    def sample(point: dict[str, Any] | None) -> Sample | None:
-        return _sample(by_budget[int(point["budget"])]) if point else None
 
-    regions = []
-    for region in counted["regions"]:
-        budgets = region["budgets"]
-        ok_below, ok_above = (
-            by_budget[budgets["last_ok_below"]],
-            by_budget[budgets["first_ok_above"]],
-        )
-        streak = [
-            row
-            for row in rows
-            if budgets["first_fail"] <= row["budget"] <= budgets["last_fail"]
-            and row["status"] in FAILING
-        ]
-        regions.append(
-            Region(
-                _sample(ok_below),
-                _sample(by_budget[budgets["first_fail"]]),
-                _sample(by_budget[budgets["last_fail"]]),
-                _sample(ok_above),
-                len(streak),
-                _exact_width(ok_below, streak, ok_above),
-            )
-        )
-    resolved = [row for row in rows if row["status"] not in UNRESOLVED]
-    first = sample(counted["first_success"])
-    low_fail = [
-        r for r in resolved if first and r["budget"] < first.budget and r["status"] in FAILING
-    ]
-    ok_rows = [r for r in resolved if r["status"] == "ok"]
-    last_ok = ok_rows[-1] if ok_rows else None
-    high_fail = [r for r in resolved if last_ok is not None and r["budget"] > last_ok["budget"]]
+def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:
+    """Sampled holes of one trace under (policy, cap), as `dtr-landscape holes` counts them:
+    the samples and exact widths are engine/landscape/holes.py's `landscape_holes`. Here the
+    report only becomes dataclasses for the components; of several stored versions of the
+    trace, the newest is shown."""
+    if frame.empty:
+        return Holes(samples=0, timeouts=0, first_success=None, failing_above_first_success=0)
+    report = landscape_holes(frame, policy=policy, cap=cap, newest_version=True)
+    regions = [_region(r) for r in report["regions"]]
+    low, high = report["low_edge"], report["high_edge"]
     return Holes(
-        samples=len(rows),
-        timeouts=int(counted["timeouts_set_aside"]),
-        first_success=first,
-        failing_above_first_success=len(counted["failing_above"]),
+        samples=int(report["samples"]),
+        timeouts=int(report["timeouts_set_aside"]),
+        first_success=_maybe(report["first_success"]),
+        failing_above_first_success=len(report["failing_above"]),
         regions=regions,
-        low_edge=(_sample(low_fail[-1]) if low_fail else None, first),
-        high_edge=(
-            _sample(last_ok) if last_ok is not None else None,
-            _sample(high_fail[0]) if high_fail else None,
-        ),
-        stable_from=sample(counted["stable_from"]),
+        low_edge=(_maybe(low["last_fail"]), _maybe(low["first_ok"])),
+        high_edge=(_maybe(high["last_ok"]), _maybe(high["first_fail"])),
+        stable_from=_maybe(report["stable_from"]),
+        cap=cap,
+        other_versions=max(0, len(report["trace_versions"]) - 1),
     )
 
 
@@ -192,14 +149,27 @@ def coverage(walks: pd.DataFrame) -> Coverage:
     return Coverage(merged, len(walks), complete)
 
 
-def neighbours(frame: pd.DataFrame, budget: int) -> tuple[dict | None, dict | None]:
-    """The stored runs at the nearest budgets below and above `budget` (sampled runs)."""
-    runs = sampled(frame)
-    if runs.empty:
+def neighbours(frame: pd.DataFrame, record: dict[str, Any]) -> tuple[dict | None, dict | None]:
+    """The stored runs at the nearest budgets below and above a run's, in its landscape: the
+    runs comparable with it (engine/landscape/holes.py: its policy and cap, no what-ifs, not
+    excluded) of its trace version, the newest run per budget."""
+    if frame.empty:
         return None, None
-    below = runs[runs["budget"] < budget]
-    above = runs[runs["budget"] > budget]
+    policy = str(record.get("policy"))
+    cap = DEFAULT_CAP if missing(record.get("cap")) else float(record["cap"])
+    version = record.get("trace_sha256")
+    rows = [
+        row
+        for row in frame.to_dict("records")
+        if comparable(row, policy, cap)
+        and (missing(version) or row.get("trace_sha256") == version)
+        and not missing(row.get("budget"))
+    ]
+    newest = {int(row["budget"]): row for row in sorted(rows, key=age_key)}
+    budget = int(record["budget"])
+    below = [b for b in newest if b < budget]
+    above = [b for b in newest if b > budget]
     return (
-        below.iloc[-1].to_dict() if not below.empty else None,
-        above.iloc[0].to_dict() if not above.empty else None,
+        newest[max(below)] if below else None,
+        newest[min(above)] if above else None,
     )

@@ -10,16 +10,23 @@ stores.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.landscape.sampling import (  # the same limits as `dtr-landscape sweep`
+from engine.landscape.ids import check_run_id, inside
+from engine.landscape.sampling import (  # the same parsers and limits as `dtr-landscape sweep`
     MAX_BUDGETS,
     MAX_RATIO,
+    SamplingError,
+    check_range,
+    check_ratio,
+    grid,
+    parse_number,
+    ratio_set,
+    spaced,
 )
 
 DEFAULT_CAP = 60.0
@@ -40,24 +47,45 @@ class LaunchError(ValueError):
     """Bad input: the message is shown next to the form, and nothing is launched."""
 
 
-def _number(text: Any, what: str) -> float:
+# How the form names each field of the engine's checks (engine/landscape/sampling.py).
+_LABELS = {"from": "'From'", "to": "'To'", "step": "Step", "ratio": "Ratio", "points": "Points"}
+
+
+def _reworded(exc: SamplingError, label: str | None = None) -> LaunchError:
+    """The engine's verdict on the form's budgets, in the form's words."""
+    what = label or _LABELS.get(exc.field, exc.field)
+    value = exc.value
+    if exc.problem == "range":
+        return LaunchError(f"{what} must be in (0, {MAX_RATIO:g}], got {value:g}.")
+    if exc.problem == "positive":
+        return LaunchError(f"{what} must be positive, got {value:g}.")
+    if exc.problem == "order":
+        return LaunchError("'From' must be below 'To': a range needs two different ends.")
+    if exc.problem == "count" and exc.field == "points":
+        return LaunchError(f"Points must be a whole number in [2, {MAX_BUDGETS:,}].")
+    if exc.problem == "count":
+        return LaunchError(f"That is {value:,} budgets; at most {MAX_BUDGETS:,} at once.")
+    return LaunchError(f"{what}: {exc}.")
+
+
+def _number(text: Any, what: str, field: str = "ratio") -> float:
+    """A number typed in the form, parsed by the engine's own parser."""
     raw = "" if text is None else str(text).strip()
     if not raw:
         raise LaunchError(f"{what} is missing.")
     try:
-        value = float(raw)
-    except ValueError:
-        raise LaunchError(f"{what} must be a number, got {raw!r}.") from None
-    if not math.isfinite(value):
-        raise LaunchError(f"{what} must be a finite number, got {raw!r}.")
-    return value
+        return parse_number(raw, what, field)
+    except SamplingError as exc:
+        kind = "a finite number" if exc.problem == "finite" else "a number"
+        raise LaunchError(f"{what} must be {kind}, got {raw!r}.") from None
 
 
-def _ratio(text: Any, what: str = "Ratio") -> float:
-    value = _number(text, what)
-    if not 0 < value <= MAX_RATIO:
-        raise LaunchError(f"{what} must be in (0, {MAX_RATIO:g}], got {value:g}.")
-    return value
+def _ratio(text: Any, what: str = "Ratio", field: str = "ratio") -> float:
+    value = _number(text, what, field)
+    try:
+        return check_ratio(value, what, field)
+    except SamplingError as exc:
+        raise _reworded(exc, what) from None
 
 
 def _bytes(text: Any, peak: int | None) -> int:
@@ -84,22 +112,32 @@ def parse_retain(text: Any) -> str:
 
 
 def grid_ratios(start: float, stop: float, step: float) -> list[float]:
-    """start, start + step, ... up to stop (included when it falls on the grid)."""
-    if step <= 0:
-        raise LaunchError(f"Step must be positive, got {step:g}.")
-    if stop < start:
-        raise LaunchError(f"'From' ({start:g}) must not be above 'to' ({stop:g}).")
-    count = math.floor((stop - start) / step + 1e-9) + 1
-    if count > MAX_BUDGETS:
-        raise LaunchError(f"That is {count:,} budgets; at most {MAX_BUDGETS:,} at once.")
-    return [round(start + i * step, 10) for i in range(count)]
+    """start, start + step, ... up to stop (included when it falls on the grid): the engine's
+    grid (`sweep --grid`), with its checks."""
+    try:
+        return grid(start, stop, step)
+    except SamplingError as exc:
+        raise _reworded(exc) from None
 
 
 def _range(form: Mapping[str, Any]) -> tuple[float, float]:
-    start, stop = _ratio(form.get("from"), "'From'"), _ratio(form.get("to"), "'To'")
-    if stop < start:
-        raise LaunchError(f"'From' ({start:g}) must not be above 'to' ({stop:g}).")
-    return start, stop
+    start = _ratio(form.get("from"), "'From'", "from")
+    stop = _ratio(form.get("to"), "'To'", "to")
+    try:
+        return check_range(start, stop, "range")
+    except SamplingError as exc:
+        if exc.problem == "order":
+            raise LaunchError(
+                f"'From' ({start:g}) must be below 'To' ({stop:g}): a range needs two ends."
+            ) from None
+        raise _reworded(exc) from None
+
+
+def _ratios(values: list[float]) -> list[float]:
+    try:
+        return ratio_set(values)
+    except SamplingError as exc:
+        raise _reworded(exc) from None
 
 
 def _policy(text: Any, policies: Collection[str]) -> str:
@@ -123,15 +161,19 @@ def validate(
     policies: Collection[str],
     peak: int | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """The job spec and a one-line label for the form's values, or LaunchError."""
+    """The job spec and a one-line label for the form's values, or LaunchError. `traces`: the
+    engine's catalog (app/data.py `catalog`), not every trace the store has runs of."""
     trace = str(form.get("trace") or "")
-    if trace not in traces:
-        raise LaunchError(f"Unknown trace {trace!r}.")
+    if trace not in traces:  # the engine's catalog: a trace only the store knows cannot run
+        raise LaunchError(
+            f"Trace {trace!r} is not in the engine's catalog here (set DTR_LANDSCAPE_TRACES "
+            "to the folder of its log); nothing was launched."
+        )
     mode = str(form.get("mode") or "")
     if mode not in MODES:
         raise LaunchError(f"Unknown launch mode {mode!r}.")
     policy = _policy(form.get("policy"), policies)
-    cap = _number(form.get("cap") or DEFAULT_CAP, "Cap")
+    cap = _number(form.get("cap") or DEFAULT_CAP, "Cap", "cap")
     if not cap > 1:
         raise LaunchError(f"Cap must be greater than 1, got {cap:g}.")
     spec: dict[str, Any] = {"kind": mode, "trace": trace, "policy": policy, "cap": cap}
@@ -147,24 +189,24 @@ def validate(
         items = [x for x in str(form.get("list") or "").replace(";", ",").split(",") if x.strip()]
         if not items:
             raise LaunchError("The list of ratios is empty.")
-        if len(items) > MAX_BUDGETS:
-            raise LaunchError(f"That is {len(items):,} budgets; at most {MAX_BUDGETS:,} at once.")
-        ratios = sorted({_ratio(x) for x in items})
+        ratios = _ratios([_ratio(x) for x in items])
         spec.update(ratios=ratios, total=len(ratios))
         label = f"list of {len(ratios)} ratios"
     elif mode == "grid":
         start, stop = _range(form)
-        step = _number(form.get("step"), "Step")
+        step = _number(form.get("step"), "Step", "step")
         ratios = grid_ratios(start, stop, step)
         spec.update(grid=[start, stop, step], ratios=ratios, total=len(ratios))
         label = f"grid {start:g}:{stop:g}:{step:g} ({len(ratios)} budgets)"
     elif mode == "refine":
         start, stop = _range(form)
-        points = _number(form.get("points") or DEFAULT_REFINE_POINTS, "Points")
-        if points != int(points) or not 2 <= points <= MAX_BUDGETS:
+        points = _number(form.get("points") or DEFAULT_REFINE_POINTS, "Points", "points")
+        if points != int(points):
             raise LaunchError(f"Points must be a whole number in [2, {MAX_BUDGETS:,}].")
-        n = int(points)
-        ratios = sorted({round(start + (stop - start) * i / (n - 1), 10) for i in range(n)})
+        try:
+            ratios = spaced(start, stop, int(points))
+        except SamplingError as exc:
+            raise _reworded(exc) from None
         spec.update(range=[start, stop], ratios=ratios, total=len(ratios))
         label = f"refine {start:g}..{stop:g} ({len(ratios)} budgets)"
     elif mode == "walk":
@@ -229,7 +271,11 @@ def plan(
         current = f"ratio {ratio:g}" if ratio is not None else f"{spec['budget']:,} B"
         return Plan([Step(argv, current, stores=True)], total=1)
     if kind == "events":
-        target = Path(events_dir or db.parent / "events") / f"{spec['run_id']}.parquet"
+        try:  # the run id names the file: it must be one, and stay in the folder
+            name = f"{check_run_id(spec['run_id'])}.parquet"
+            target = inside(events_dir or db.parent / "events", name)
+        except ValueError as exc:
+            raise PlanError(f"event log of run {spec['run_id']!r}: {exc}") from None
         argv = _run_argv(spec) + ["--events", str(target)]
         return Plan(
             [Step(argv, f"{spec['budget']:,} B", stores=False)], total=1, events_path=str(target)

@@ -105,7 +105,12 @@ class Runner:
             if job.pid and _is_engine_process(job.pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(job.pid, signal.SIGKILL)
-            self.jobs.finish(job.id, "interrupted", error="the runner stopped while it ran")
+            self.jobs.finish(
+                job.id,
+                "interrupted",
+                error="the server stopped while it ran; the runs it stored are kept, and "
+                "launching it again goes on from them",
+            )
 
     def seed(self) -> None:
         """An empty store and no jobs ever: queue a quick grid of every trace."""

@@ -1,10 +1,19 @@
-"""Sampled holes (DOMAIN.md's definitions), exact widths, coverage, neighbours."""
+"""The dashboard's landscape: holes as the engine counts them (engine/landscape/holes.py's
+`landscape_holes`), exact widths, coverage, neighbours; and agreement with `dtr-landscape
+holes` on one store holding everything that must not be a sample."""
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
 import pandas as pd
 
-from app.landscape import coverage, holes, neighbours, sampled
+from app.landscape import coverage, holes, neighbours, with_x
+from engine.landscape.store import Store
+from engine.sim.simulate import run_point
+from tests.helpers import cli
 from tests.test_components import frame
 
 
@@ -13,51 +22,77 @@ def test_published_resnet32_shape() -> None:
     runs = frame(
         [(100, "oom"), (101, "ok")] + [(b, "oom") for b in range(102, 107)] + [(107, "ok")]
     )
-    found = holes(runs)
+    found = holes(runs, "DTR")
     assert found.first_success is not None and found.first_success.budget == 101
+    assert found.first_success.run_id == "r101"  # what a click opens
     assert found.failing_above_first_success == 5
     (region,) = found.regions
     assert (region.last_ok_below.budget, region.first_fail.budget) == (101, 102)
     assert (region.last_fail.budget, region.first_ok_above.budget) == (106, 107)
-    assert region.failing_samples == 5
+    assert region.failing_samples == 5 and region.first_fail.status == "oom"
     assert found.low_edge[0] is not None and found.low_edge[0].budget == 100
     assert found.stable_from is not None and found.stable_from.budget == 107
 
 
 def test_timeouts_are_set_aside_and_never_split_a_region() -> None:
     runs = frame([(1, "ok"), (2, "oom"), (3, "timeout"), (4, "thrashed"), (5, "ok")])
-    found = holes(runs)
+    found = holes(runs, "DTR")
     assert found.timeouts == 1
     (region,) = found.regions
     assert region.failing_samples == 2 and region.last_fail.status == "thrashed"
 
 
 def test_failing_top_has_no_stable_from_and_a_high_edge() -> None:
-    found = holes(frame([(1, "ok"), (2, "ok"), (3, "oom")]))
+    found = holes(frame([(1, "ok"), (2, "ok"), (3, "oom")]), "DTR")
     assert found.stable_from is None and found.regions == []
     assert found.high_edge[0] is not None and found.high_edge[0].budget == 2
     assert found.high_edge[1] is not None and found.high_edge[1].budget == 3
 
 
-def test_exact_width_needs_chained_intervals() -> None:
+def test_exact_width_from_the_intervals() -> None:
     chained = frame(
         [(10, "ok"), (20, "oom"), (30, "oom"), (40, "ok")],
         same_lo=[5, 15, 25, 36],
         same_hi=[14, 24, 35, 50],
     )
-    (region,) = holes(chained).regions
-    assert region.exact_width == 21  # bytes 15..35
+    (region,) = holes(chained, "DTR").regions
+    assert region.exact_width == 21 and region.complete  # bytes 15..35, all classified
     gap = frame(
         [(10, "ok"), (20, "oom"), (30, "oom"), (40, "ok")],
         same_lo=[5, 15, 27, 36],
         same_hi=[14, 24, 35, 50],
     )
-    assert holes(gap).regions[0].exact_width is None
+    (region,) = holes(gap, "DTR").regions
+    assert region.exact_width == 21 and not region.complete  # both edges exact, 25..26 not
+    loose = frame(
+        [(10, "ok"), (20, "oom"), (30, "oom"), (40, "ok")],
+        same_lo=[5, 16, 25, 36],
+        same_hi=[14, 24, 35, 50],
+    )
+    assert holes(loose, "DTR").regions[0].exact_width is None  # the lower edge is not known
 
 
-def test_sampled_keeps_one_run_per_budget_and_drops_what_ifs() -> None:
-    runs = frame([(1, "ok"), (1, "ok"), (2, "oom")], retained=["", "", "3131"])
-    assert list(sampled(runs)["budget"]) == [1]
+def test_only_comparable_ratio_given_runs_of_one_version_are_samples() -> None:
+    base = [(1, "ok"), (2, "oom"), (3, "ok")]
+    extra = [(2, "ok"), (2, "ok"), (2, "ok"), (2, "ok"), (2, "timeout"), (2, "ok")]
+    runs = frame(
+        base + extra,
+        run_id=["r1", "r2", "r3", "cap", "retained", "excluded", "bytes", "timeout", "old"],
+        cap=[60.0] * 3 + [10.0] + [60.0] * 5,
+        retained=[""] * 4 + ["3131"] + [""] * 4,
+        stage=[None] * 5 + ["excluded:host sleep"] + [None] * 3,
+        ratio=[0.001, 0.002, 0.003, 0.002, 0.002, 0.002, None, 0.002, 0.002],
+        trace_sha256=["sha-1"] * 8 + ["sha-0"],
+        started_at=pd.to_datetime(
+            [f"2026-01-01 00:00:0{i}" for i in range(8)] + ["2025-01-01 00:00:00"]
+        ),
+    )
+    found = holes(runs, "DTR")
+    # the oom at 2 stands: a newer timeout is set aside, and the ok rows at 2 are another cap,
+    # a what-if, an excluded row, a run given in bytes and a run of an older trace version
+    (region,) = found.regions
+    assert region.first_fail.run_id == "r2" and found.timeouts == 1
+    assert found.samples == 3 and found.other_versions == 1
 
 
 def test_coverage_merges_walks() -> None:
@@ -68,40 +103,105 @@ def test_coverage_merges_walks() -> None:
     assert cov.intervals == [(10, 30), (40, 45)] and cov.bytes == 27 and cov.complete == 2
 
 
-def test_neighbours() -> None:
-    runs = frame([(1, "ok"), (5, "oom"), (9, "ok")])
-    below, above = neighbours(runs, 5)
-    assert below is not None and below["budget"] == 1
-    assert above is not None and above["budget"] == 9
-    assert neighbours(runs, 1)[0] is None
+def test_neighbours_are_in_the_runs_own_landscape() -> None:
+    runs = frame(
+        [(1, "ok"), (3, "ok"), (5, "oom"), (7, "ok"), (9, "ok")],
+        cap=[60.0, 10.0, 60.0, 60.0, 60.0],
+        retained=["", "", "", "3131", ""],
+    )
+    record = runs.iloc[2].to_dict()
+    below, above = neighbours(runs, record)
+    assert below is not None and below["budget"] == 1  # not the other cap's run at 3
+    assert above is not None and above["budget"] == 9  # nor the what-if at 7
+    assert neighbours(runs, runs.iloc[0].to_dict())[0] is None
 
 
-def test_agrees_with_the_engines_holes_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Our pure function and `dtr-landscape holes` read the same store the same way."""
-    import json
+# -- agreement with `dtr-landscape holes` --------------------------------------------------------
+GRID = [round(0.398 + i * 0.001, 3) for i in range(28)]  # 0.398 .. 0.425: two holes
+ENV = {"DTR_LANDSCAPE_TRACES": ""}
 
-    from app.landscape import with_x
-    from engine.landscape.store import Store
-    from engine.sim.simulate import run_point
-    from tests.helpers import cli
 
-    db = tmp_path / "landscape.duckdb"
+def _add(store: Store, records: list[dict], at: datetime, **extra: object) -> list[str]:
+    return store.add_runs(records, source="engine", started_at=at, **extra)
+
+
+def _seed_mixed(db: Path) -> Store:
+    """synthetic-mlp at cap 60, plus rows neither side may count as samples."""
     store = Store.open(db)
-    ratios = [0.36, 0.38, 0.40, 0.41, 0.415, 0.42, 0.43, 0.45, 0.5]
-    store.add_runs([run_point("synthetic-mlp", ratio=r) for r in ratios], source="engine", cap=60)
-    done = cli("holes", "synthetic-mlp", "--policy", "DTR", "--db", str(db), "--json")
+    t0 = datetime(2026, 1, 1)
+    records = {r: run_point("synthetic-mlp", ratio=r) for r in GRID}
+    _add(store, list(records.values()), t0, cap=60)
+    # another cap: a thrash cap of 2 fails where 60 completes
+    _add(store, [run_point("synthetic-mlp", ratio=r, cap=2) for r in GRID[::3]], t0, cap=2)
+    later = t0 + timedelta(hours=1)
+    inside = records[0.41]
+    assert inside["status"] == "oom"
+    # a newer timeout at a failing ratio, a what-if and an excluded row that complete there
+    _add(store, [{**inside, "status": "timeout", "same_execution": None}], later, cap=60)
+    _add(store, [{**inside, "status": "ok", "retained": [3]}], later, cap=60)
+    _add(store, [{**inside, "status": "ok"}], later, cap=60, stage="excluded:killed")
+    # runs given in bytes inside the first hole: not samples, but their intervals count
+    lo, hi = records[0.403]["budget"], records[0.404]["budget"]
+    _add(store, [run_point("synthetic-mlp", budget=b) for b in (lo + 1, hi - 1)], later, cap=60)
+    return store
+
+
+def _agree(db: Path) -> dict:
+    done = cli("holes", "synthetic-mlp", "--policy", "DTR", "--db", str(db), "--json", env=ENV)
     assert done.returncode == 0, done.stderr
     theirs = json.loads(done.stdout)
-    ours = holes(with_x(store.runs("synthetic-mlp", "DTR")))
+    ours = holes(with_x(Store.open(db).runs("synthetic-mlp", "DTR")), "DTR")
+    assert ours.samples == theirs["samples"] and ours.timeouts == theirs["timeouts_set_aside"]
     assert ours.first_success is not None
-    assert ours.first_success.budget == theirs["first_success"]["budget"]
+    assert ours.first_success.run_id == theirs["first_success"]["run_id"]
     assert ours.failing_above_first_success == len(theirs["failing_above"])
+    assert ours.stable_from is not None
+    assert ours.stable_from.run_id == theirs["stable_from"]["run_id"]
+    keys = ("last_ok_below", "first_fail", "last_fail", "first_ok_above")
     assert [
-        (r.last_ok_below.budget, r.first_fail.budget, r.last_fail.budget, r.first_ok_above.budget)
+        (
+            tuple(getattr(r, k).run_id for k in keys),
+            r.failing_samples,
+            r.exact_width,
+            r.complete,
+        )
         for r in ours.regions
     ] == [
-        tuple(
-            r["budgets"][k] for k in ("last_ok_below", "first_fail", "last_fail", "first_ok_above")
+        (
+            tuple(r["points"][k]["run_id"] for k in keys),
+            r["failing_samples"],
+            r["bytes"]["width"],
+            r["bytes"]["complete"],
         )
         for r in theirs["regions"]
     ]
+    return theirs
+
+
+def test_agrees_with_the_holes_command_on_mixed_rows(tmp_path: Path) -> None:
+    db = tmp_path / "landscape.duckdb"
+    _seed_mixed(db)
+    theirs = _agree(db)
+    assert theirs["timeouts_set_aside"] == 1 and theirs["samples"] == len(GRID)
+    assert [(r["first_fail"], r["last_fail"]) for r in theirs["regions"]] == [
+        (0.404, 0.405),
+        (0.407, 0.42),
+    ]
+    # the edges found exactly (runs given in bytes) give both regions exact widths
+    done = cli("edges", "synthetic-mlp", "--db", str(db), "--json", env=ENV)
+    assert done.returncode == 0, done.stderr
+    theirs = _agree(db)
+    assert all(r["bytes"]["width"] is not None for r in theirs["regions"])
+    assert theirs["samples"] == len(GRID)  # the edge runs are not samples
+
+
+def test_several_trace_versions(tmp_path: Path) -> None:
+    """The command asks for a version; the dashboard shows the newest and says so."""
+    db = tmp_path / "landscape.duckdb"
+    store = _seed_mixed(db)
+    newer = [{**run_point("synthetic-mlp", ratio=r), "trace_sha256": "f" * 64} for r in (0.3, 0.5)]
+    _add(store, newer, datetime(2027, 1, 1), cap=60)
+    done = cli("holes", "synthetic-mlp", "--db", str(db), "--json", env=ENV)
+    assert done.returncode == 2 and "2 versions of synthetic-mlp" in done.stderr
+    ours = holes(with_x(store.runs("synthetic-mlp", "DTR")), "DTR")
+    assert ours.samples == 2 and ours.other_versions == 1 and ours.regions == []

@@ -24,6 +24,8 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     records = [run_point("synthetic-mlp", ratio=r) for r in (0.39, 0.40, 0.41, 0.43)]
     ids = store.add_runs(records[:3], source="engine", cap=60)
     ids += store.add_runs(records[3:], source="import:simrd", cap=60)
+    # a trace only the store knows (imported records): its page shows, nothing can run it
+    store.add_runs([{**records[0], "trace": "imported-mlp"}], source="import:demo", cap=60)
     return db, ids
 
 
@@ -91,4 +93,16 @@ def test_not_found(client: FlaskClient, path: str, what: str) -> None:
 def test_pages_do_not_create_jobs(client: FlaskClient, seeded: tuple[Path, list[str]]) -> None:
     for path in ("/", "/trace/synthetic-mlp", f"/run/{seeded[1][0]}"):
         render_page(client, path)
+    assert JobStore.beside(seeded[0]).count() == 0
+
+
+def test_launching_needs_a_trace_of_the_engines_catalog(
+    client: FlaskClient, seeded: tuple[Path, list[str]]
+) -> None:
+    from app.pages.trace import submit
+
+    assert '"trace": "imported-mlp"' in render_page(client, "/")  # the store knows it
+    form = {"trace": "imported-mlp", "mode": "ratio", "value": "0.5", "policy": "DTR"}
+    shown = json.dumps(submit(form).to_plotly_json(), default=str)
+    assert "not in the engine's catalog" in shown and "nothing was launched" in shown
     assert JobStore.beside(seeded[0]).count() == 0

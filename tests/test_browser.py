@@ -7,6 +7,8 @@ generous upper bound; nothing asserts how long anything took.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import signal
@@ -47,10 +49,10 @@ def _seed(db: Path) -> None:
     store.add_runs([{**r, "trace": IMPORTED_TRACE} for r in records[::2]], source="import:demo")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """(base URL, store path) of a real `dtr-landscape serve`."""
-    folder = tmp_path_factory.mktemp("served")
+@contextlib.contextmanager
+def serving(folder: Path, **settings: str) -> Iterator[tuple[str, Path]]:
+    """(base URL, store path) of a real `dtr-landscape serve` over a seeded store in
+    `folder`, with these extra environment settings."""
     db = folder / "landscape.duckdb"
     _seed(db)
     (folder / "no-dtr-traces").mkdir()
@@ -60,6 +62,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         "DTR_LANDSCAPE_DB": str(db),
         "DTR_LANDSCAPE_TRACES": str(folder / "no-dtr-traces"),
         "DTR_LANDSCAPE_MAX_JOBS": "2",
+        **settings,
     }
     log = open(folder / "serve.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
@@ -92,6 +95,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    with serving(tmp_path_factory.mktemp("served")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +163,36 @@ def launch(page, mode: str, **fields: str) -> str:  # type: ignore[no-untyped-de
     page.locator(f"#trace-launch-mode input[value='{mode}']").check()
     for name, value in fields.items():
         page.fill(f"#trace-launch-{name}", value)
-    page.click("#trace-launch-button")
-    message = page.locator("#trace-launch-message")
-    expect(message).not_to_be_empty()
-    return str(message.inner_text())
+    return answer(page, "#trace-launch-button", "trace-launch-message")
+
+
+def answer(page, button: str, output: str) -> str:  # type: ignore[no-untyped-def]
+    """Click `button` and return the text its callback put in `output` once the page shows it
+    (the callback's own response, so an earlier message on the page is never mistaken)."""
+
+    def is_answer(response) -> bool:  # type: ignore[no-untyped-def]
+        if "_dash-update-component" not in response.url:
+            return False
+        request = json.loads(response.request.post_data or "{}")
+        return request.get("output") == f"{output}.children"  # that callback's, no other
+
+    with page.expect_response(is_answer) as answered:
+        page.click(button)
+    body = answered.value.json()["response"][output]["children"]
+    text = _text_of(body)
+    expect(page.locator(f"#{output}")).to_contain_text(text)
+    return text
+
+
+def _text_of(node: object) -> str:
+    """The text of a Dash component tree as JSON (strings, lists, {props: {children}})."""
+    if isinstance(node, str):
+        return node
+    if isinstance(node, list):
+        return "".join(_text_of(n) for n in node)
+    if isinstance(node, dict):
+        return _text_of(node.get("props", {}).get("children", ""))
+    return ""
 
 
 def test_overview_shows_a_strip_per_trace(page, server) -> None:  # type: ignore[no-untyped-def]
@@ -281,3 +316,57 @@ def test_not_found_pages(page, server) -> None:  # type: ignore[no-untyped-def]
     shot(page, "not-found-run")
     page.goto(base + "/no/such/page")
     expect(page.locator(".not-found")).to_contain_text("Not found")
+
+
+# -- with an access token and a limit on waiting jobs -------------------------------------------
+TOKEN = "letmein"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("guarded")
+    settings = {
+        "DTR_LANDSCAPE_TOKEN": TOKEN,
+        "DTR_LANDSCAPE_MAX_QUEUED": "1",
+        "DTR_LANDSCAPE_MAX_JOBS": "1",
+    }
+    with serving(folder, **settings) as served:
+        yield served
+
+
+def test_token_and_queue_limit_guard_launching_and_cancelling(browser, guarded) -> None:  # type: ignore[no-untyped-def]
+    base, db = guarded
+    jobs = JobStore.beside(db)
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    try:
+        page.goto(base + f"/trace/{TRACE}")
+        expect(page.locator("#trace-token")).to_be_visible()
+        assert "needs its access token" in launch(page, "ratio", value="0.45")
+        page.fill("#trace-token", "wrong")
+        assert "Wrong access token" in launch(page, "ratio", value="0.45")
+        assert jobs.count() == 0
+        page.fill("#trace-token", TOKEN)
+        grid = {"from": "0.0004", "to": "2", "step": "0.0004"}
+        running = int(re.findall(r"job #(\d+)", launch(page, "grid", **grid))[0])
+        row = page.locator(f"#job-row-{running}")
+        expect(row.locator(".status")).to_have_text("running")
+        waiting = int(re.findall(r"job #(\d+)", launch(page, "ratio", value="0.45"))[0])
+        expect(page.locator(f"#job-row-{waiting} .status")).to_have_text("queued")
+        refused = launch(page, "ratio", value="0.46")
+        assert "1 job is already waiting (limit 1); wait or cancel one." in refused
+        assert jobs.count() == 2
+        # cancelling needs the token too
+        page.fill("#trace-token", "")
+        cancel = f"#job-row-{running} button.cancel"
+        assert "was not cancelled" in answer(page, cancel, "trace-cancel-message")
+        assert (jobs.get(running) or running).status == "running"  # type: ignore[union-attr]
+        page.fill("#trace-token", TOKEN)
+        page.locator(f"#job-row-{waiting}").get_by_role("button", name="Cancel").click()
+        expect(page.locator(f"#job-row-{waiting} .status")).to_have_text("cancelled")
+        row.get_by_role("button", name="Cancel").click()
+        expect(row.locator(".status")).to_have_text("cancelled")
+        shot(page, "trace-guarded")
+    finally:
+        context.close()

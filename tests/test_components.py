@@ -17,10 +17,17 @@ PEAK = 1000
 
 
 def frame(rows: list[tuple[int, str]], **columns: list) -> pd.DataFrame:
-    """Runs at (budget, status); same-execution intervals of one byte unless given."""
+    """Runs at (budget, status) given by ratio (budget / PEAK), DTR at cap 60, started in row
+    order; same-execution intervals of one byte unless given."""
     data = {
         "run_id": [f"r{b}" for b, _ in rows],
+        "trace_sha256": ["sha-1"] * len(rows),
+        "policy": ["DTR"] * len(rows),
+        "cap": [60.0] * len(rows),
+        "stage": [None] * len(rows),
+        "started_at": pd.date_range("2026-01-01", periods=len(rows), freq="s"),
         "budget": [b for b, _ in rows],
+        "ratio": [b / PEAK for b, _ in rows],
         "peak": [PEAK] * len(rows),
         "status": [s for _, s in rows],
         "overhead": [1.5 if s == "ok" else None for _, s in rows],
@@ -109,7 +116,7 @@ def test_operator_chart_plots_pinned_and_depth() -> None:
 
 def test_holes_facts_and_rows() -> None:
     runs = frame([(300, "oom"), (400, "ok"), (450, "oom"), (460, "oom"), (500, "ok")])
-    found = holes(runs)
+    found = holes(runs, "DTR")
     rows = hole_rows(found)
     assert len(rows) == 1 and rows[0]["failing_samples"] == 2
     assert rows[0]["first_fail_id"] == "r450"

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.landscape.holes import (
+from engine.landscape.holes import SAME_SETTINGS, Sample, comparable, count_holes
+from engine.landscape.intervals import (
     Interval,
-    Sample,
     bisect_edge,
     certified_bytes,
-    count_holes,
     covering,
     distinct_intervals,
     exact_range,
@@ -374,3 +373,23 @@ def test_all_holes_bad_arguments(tmp_path: Path) -> None:
     for args in (["holes"], ["holes", "resnet32", "--all"], ["holes", "x", "--markdown"]):
         done = cli(*args, "--db", str(tmp_path / "x.duckdb"))
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_same_settings_sql_and_comparable_choose_the_same_rows(tmp_path: Path) -> None:
+    """The walks read stored intervals with the SQL, the samples are chosen in Python."""
+    store = Store.open(tmp_path / "landscape.duckdb")
+    variants = [
+        {"policy": "DTR", "cap": 60.0},
+        {"policy": "LRU", "cap": 60.0},
+        {"policy": "DTR", "cap": 10.0},
+        {"policy": "DTR", "cap": None},
+        {"policy": "DTR", "cap": 60.0, "retained": "3131"},
+        {"policy": "DTR", "cap": 60.0, "retained": None},
+        {"policy": "DTR", "cap": 60.0, "stage": "excluded:host sleep"},
+        {"policy": "DTR", "cap": 60.0, "stage": "walk"},
+    ]
+    store.add_rows("runs", [{"run_id": f"r{i}", **v} for i, v in enumerate(variants)])
+    by_sql = store.query(f"SELECT run_id FROM runs WHERE {SAME_SETTINGS}", ["DTR", 60.0])
+    rows = store.query("SELECT * FROM runs").to_dict("records")
+    assert sorted(by_sql["run_id"]) == sorted(r["run_id"] for r in rows if comparable(r, "DTR", 60))
+    assert sorted(by_sql["run_id"]) == ["r0", "r5", "r7"]

@@ -131,9 +131,23 @@ def _repeated_id_and_trace(rows: list[list[str]]) -> list[list[str]]:
     return rows
 
 
+def _path_in_run_id(rows: list[list[str]]) -> list[list[str]]:
+    rows[2][0] = "../../x"  # line 3: would be events/../../x.parquet
+    rows[5][0] = "a/b"  # line 6
+    return rows
+
+
 @pytest.mark.parametrize(
     ("spoil", "words"),
     [
+        (
+            _path_in_run_id,
+            [
+                "row 3: run_id must be 1 to 128 letters, digits, '_', '.' or '-' starting with "
+                "a letter or digit, without '..' (segments may be joined by ':'), got '../../x'",
+                "row 6: run_id must be",
+            ],
+        ),
         (
             _bad_ratio_and_status,
             [
@@ -164,6 +178,8 @@ def test_malformed_evidence_leaves_the_store_unchanged(
     assert done.stderr.startswith(f"dtr-landscape: error: {bad}: ")
     assert all(w in done.stderr for w in words), done.stderr
     assert _state(store) == before
+    # nothing was written anywhere else either (an id like ../../x names no file)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dtr-traces", "evidence.csv", "store"]
 
 
 def test_many_problems_stay_on_one_line(tmp_path: Path, db: Path, env: dict[str, str]) -> None:

@@ -30,11 +30,18 @@ def check(**form: object) -> tuple[dict, str]:
         ({"mode": "grid", "from": "0.3", "to": "0.8", "step": "0"}, "Step must be positive"),
         ({"mode": "grid", "from": "0.3", "to": "0.8", "step": "-1"}, "Step must be positive"),
         ({"mode": "grid", "from": "0.0001", "to": "2", "step": "0.0001"}, "at most 5,000"),
-        ({"mode": "grid", "from": "0.8", "to": "0.3", "step": "0.1"}, "must not be above"),
+        ({"mode": "grid", "from": "0.8", "to": "0.3", "step": "0.1"}, "must be below 'To'"),
+        # the engine's grid needs FROM < TO (`sweep --grid 0.4:0.4:0.1` is refused too)
+        ({"mode": "grid", "from": "0.4", "to": "0.4", "step": "0.1"}, "must be below 'To'"),
+        ({"mode": "walk", "from": "0.4", "to": "0.4"}, "must be below 'To'"),
+        ({"mode": "refine", "from": "0.4", "to": "0.4", "points": "3"}, "must be below 'To'"),
+        ({"mode": "refine", "from": "0.3", "to": "0.4", "points": "1"}, "Points must be"),
+        ({"mode": "grid", "from": "0.3", "to": "0.4", "step": "inf"}, "finite"),
+        ({"mode": "list", "list": "0.4, 2.5"}, "in (0, 2]"),
         ({"mode": "list", "list": "0.4, x"}, "must be a number"),
         ({"mode": "list", "list": ""}, "empty"),
         ({"mode": "walk", "from": "0.3", "to": "3"}, "in (0, 2]"),
-        ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "Unknown trace"),
+        ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "not in the engine's catalog"),
         ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
         ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),
         ({"mode": "ratio", "value": "0.5", "cap": "one"}, "Cap must be a number"),
@@ -73,6 +80,34 @@ def test_good_input_becomes_specs() -> None:
 
 def test_grid_limit_is_inclusive() -> None:
     assert len(grid_ratios(0.0004, 2.0, 0.0004)) == MAX_BUDGETS
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"mode": "grid", "from": "0.3", "to": "0.8", "step": "0.02"},
+        {"mode": "grid", "from": "0.4", "to": "0.4", "step": "0.1"},
+        {"mode": "grid", "from": "0.0001", "to": "2", "step": "0.0001"},
+        {"mode": "grid", "from": "0.3", "to": "2.5", "step": "0.1"},
+        {"mode": "grid", "from": "0.3", "to": "0.4", "step": "0"},
+        {"mode": "list", "list": "0.5, 0.4, 0.5"},
+        {"mode": "list", "list": "0.5, 0"},
+    ],
+)
+def test_the_form_accepts_exactly_what_the_sweep_accepts(form: dict) -> None:
+    """The form's budgets and `dtr-landscape sweep`'s are checked by the same parsers."""
+    from engine.landscape.sampling import parse_grid, parse_ratios
+
+    text = f"{form['from']}:{form['to']}:{form['step']}" if form["mode"] == "grid" else form["list"]
+    try:
+        engine = parse_grid(text) if form["mode"] == "grid" else parse_ratios(text)
+    except ValueError:
+        engine = None
+    try:
+        ours = check(**form)[0]["ratios"]
+    except LaunchError:
+        ours = None
+    assert ours == engine
 
 
 def test_plans_use_sweep_when_the_engine_has_it(tmp_path: Path) -> None:

@@ -17,7 +17,21 @@ def _field(label: str, control: Any, hint: str = "") -> html.Label:
     )
 
 
-def launch_form() -> html.Div:
+def token_field(component_id: str, required: bool) -> html.Label:
+    """The access token's password field; always in the page (callbacks read it), shown only
+    when the server asks for a token (app/access.py)."""
+    return html.Label(
+        [
+            html.Span("Access token"),
+            dcc.Input(id=component_id, type="password", autoComplete="current-password"),
+            html.Small("needed to launch and cancel"),
+        ],
+        className="field token",
+        hidden=not required,
+    )
+
+
+def launch_form(token_required: bool = False) -> html.Div:
     """The form (the policy is the page's policy dropdown, shared with the views).
     Every input is a plain text field: the server validates (app/launch.py)."""
     mode = dcc.RadioItems(
@@ -63,6 +77,7 @@ def launch_form() -> html.Div:
                     _field(
                         "Cap", dcc.Input(id=ids.TRACE_CAP, type="text", value=f"{DEFAULT_CAP:g}")
                     ),
+                    token_field(ids.TRACE_TOKEN, token_required),
                     html.Button("Launch", id=ids.TRACE_LAUNCH, n_clicks=0, type="button"),
                 ],
                 className="form-row",

@@ -8,7 +8,7 @@ from dash import dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from app.components.outcomes import fmt_bytes, fmt_ratio
-from app.landscape import Coverage, Holes, Sample
+from app.landscape import Coverage, Holes, Region, Sample
 
 HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("region", "#"),
@@ -40,11 +40,30 @@ def coverage_text(cov: Coverage, peak: int | None) -> str:
     )
 
 
+def width_text(region: Region) -> str:
+    """A region's exact width, and how much of the inside the stored intervals classify."""
+    if region.exact_width is None:
+        return "unknown"
+    text = f"{region.exact_width:,}"
+    if not region.complete:
+        return text + " (edges exact, inside not all walked)"
+    if region.ok_bytes_inside:
+        return text + f" ({region.ok_bytes_inside:,} completing bytes inside)"
+    return text
+
+
 def facts(holes: Holes, runs: int, cov: Coverage, peak: int | None) -> list[tuple[str, str]]:
     """(label, value) pairs shown for a trace under one policy."""
     widths = [r.exact_width for r in holes.regions if r.exact_width is not None]
+    versions = ""
+    if holes.other_versions:
+        versions = f"; runs of {holes.other_versions} older trace version(s) not counted"
     return [
-        ("runs", f"{runs:,} ({holes.samples:,} sampled budgets, {holes.timeouts} timeouts)"),
+        (
+            "runs",
+            f"{runs:,} ({holes.samples:,} sampled ratios at cap {holes.cap:g}, "
+            f"{holes.timeouts} timeouts set aside{versions})",
+        ),
         ("peak", fmt_bytes(peak)),
         ("first success", sample_text(holes.first_success)),
         (
@@ -74,7 +93,7 @@ def hole_rows(holes: Holes) -> list[dict[str | float | int, Any]]:
             "last_fail": sample_text(r.last_fail),
             "first_ok_above": sample_text(r.first_ok_above),
             "failing_samples": r.failing_samples,
-            "exact_width": f"{r.exact_width:,}" if r.exact_width is not None else "unknown",
+            "exact_width": width_text(r),
             "first_fail_id": r.first_fail.run_id,
         }
         for i, r in enumerate(holes.regions, start=1)

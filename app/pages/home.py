@@ -40,7 +40,7 @@ def strip_cards(policy: str) -> list[html.Section]:
             empty.append(name)
             continue
         peak = data.peak(name, runs)
-        pairs = facts(holes(runs), len(runs), coverage(data.walks(name, policy)), peak)
+        pairs = facts(holes(runs, policy), len(runs), coverage(data.walks(name, policy)), peak)
         graph = dcc.Graph(
             id={"type": ids.HOME_STRIP, "trace": name},
             figure=outcome_strip(runs, uirevision=f"home-{name}"),

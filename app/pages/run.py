@@ -7,6 +7,7 @@ beside the store). When there is none, a button queues a job that replays the ru
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import dash
@@ -14,7 +15,9 @@ from dash import Input, Output, State, callback, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
 from app import data, ids
+from app.access import token_problem, token_required
 from app.components.charts import operator_chart
+from app.components.launch_form import token_field
 from app.components.not_found import not_found
 from app.components.outcomes import fmt_bytes, fmt_ratio
 from app.components.run_detail import (
@@ -25,7 +28,7 @@ from app.components.run_detail import (
     neighbour_links,
     status_badge,
 )
-from app.jobs import ACTIVE
+from app.jobs import ACTIVE, QueueFull, max_queued
 from app.landscape import neighbours
 from app.launch import DEFAULT_CAP, LaunchError, parse_retain
 
@@ -36,7 +39,11 @@ POLL_MS = 2000
 
 def _read_events(record: dict[str, Any]) -> Any:
     """The run's own events_path first, then events/<run_id>.parquet beside the store."""
-    for path in (record.get("events_path"), data.events_path_for(str(record["run_id"]))):
+    try:
+        ours: Path | None = data.events_path_for(str(record["run_id"]))
+    except ValueError:  # an id stored before ids were checked: it names no file of ours
+        ours = None
+    for path in (record.get("events_path"), ours):
         events = data.read_events(path) if path else None
         if events is not None:
             return events
@@ -69,7 +76,7 @@ def layout(run_id: str = "", **_query: object) -> html.Div:
     if record is None:
         return not_found(f"run {run_id!r}", "No run with this id is in the store.")
     trace, policy = str(record["trace"]), str(record["policy"])
-    below, above = neighbours(data.runs(trace, policy), int(record["budget"]))
+    below, above = neighbours(data.runs(trace, policy), record)
     shown, final = events_view(record)
     ratio = record["budget"] / record["peak"] if record.get("peak") else None
     return html.Div(
@@ -117,6 +124,7 @@ def layout(run_id: str = "", **_query: object) -> html.Div:
                                     html.Button(
                                         "Rerun retaining", id=ids.RUN_RERUN_RETAIN, n_clicks=0
                                     ),
+                                    token_field(ids.RUN_TOKEN, token_required()),
                                 ],
                                 className="form-row",
                             ),
@@ -144,20 +152,30 @@ def layout(run_id: str = "", **_query: object) -> html.Div:
     Input(ids.RUN_EVENTS_INTERVAL, "n_intervals"),
     Input(ids.RUN_RECORD_EVENTS, "n_clicks"),
     State(ids.RUN_ID, "data"),
+    State(ids.RUN_TOKEN, "value"),
     prevent_initial_call=True,
 )
-def poll_events(_ticks: Any, clicks: int, run_id: str) -> tuple[Any, bool, bool]:
+def poll_events(_ticks: Any, clicks: int, run_id: str, token: str | None) -> tuple[Any, bool, bool]:
     record = data.run(run_id)
     if record is None:
         raise PreventUpdate
+    refused = None
     if ctx.triggered_id == ids.RUN_RECORD_EVENTS and clicks:
-        record_events(record)
+        refused = token_problem(token)
+        if refused is None:
+            try:
+                record_events(record)
+            except QueueFull as exc:
+                refused = str(exc)
     shown, final = events_view(record)
+    if refused:
+        shown = [html.P(f"{refused} Nothing was launched.", className="error", role="alert"), shown]
     return shown, final, final
 
 
 def record_events(record: dict[str, Any]) -> int:
-    """Queue a replay of the run that writes its event log (at most one at a time)."""
+    """Queue a replay of the run that writes its event log (at most one at a time);
+    QueueFull when too many jobs wait."""
     from app.runner import ensure_runner
 
     store = data.jobs()
@@ -166,7 +184,8 @@ def record_events(record: dict[str, Any]) -> int:
     if existing is not None and existing.status in ACTIVE:
         return existing.id
     spec = _spec(record, kind="events", run_id=run_id, total=1)
-    job_id = store.submit(spec, f"event log of run {run_id[:8]}, {fmt_bytes(record['budget'])}")
+    label = f"event log of run {run_id[:8]}, {fmt_bytes(record['budget'])}"
+    job_id = store.submit(spec, label, max_queued=max_queued())
     ensure_runner(data.store_path())
     return job_id
 
@@ -191,13 +210,19 @@ def _spec(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
     Input(ids.RUN_RERUN_RETAIN, "n_clicks"),
     State(ids.RUN_RETAIN, "value"),
     State(ids.RUN_ID, "data"),
+    State(ids.RUN_TOKEN, "value"),
     prevent_initial_call=True,
 )
-def rerun(_plain: int, _retain: int, retain_text: str | None, run_id: str) -> Any:
+def rerun(
+    _plain: int, _retain: int, retain_text: str | None, run_id: str, token: str | None
+) -> Any:
     from app.runner import ensure_runner
 
     if not (ctx.triggered and ctx.triggered[0]["value"]):
         raise PreventUpdate
+    problem = token_problem(token)
+    if problem:
+        return html.Span(f"{problem} Nothing was launched.", className="error", role="alert")
     record = data.run(run_id)
     if record is None:
         return html.Span("This run is no longer in the store.", className="error")
@@ -220,7 +245,12 @@ def rerun(_plain: int, _retain: int, retain_text: str | None, run_id: str) -> An
     label = f"rerun at {fmt_bytes(record['budget'])}" + (
         f" retaining {spec['retain']}" if spec["retain"] else ""
     )
-    job_id = data.jobs().submit(spec, f"{label}, {spec['policy']}, cap {spec['cap']:g}")
+    try:
+        job_id = data.jobs().submit(
+            spec, f"{label}, {spec['policy']}, cap {spec['cap']:g}", max_queued=max_queued()
+        )
+    except QueueFull as exc:
+        return html.Span(f"{exc} Nothing was launched.", className="error", role="alert")
     ensure_runner(data.store_path())
     return html.Span(
         [

@@ -12,16 +12,29 @@ import time
 from typing import Any
 
 import dash
-from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+from dash import (
+    ALL,
+    Input,
+    Output,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dcc,
+    html,
+    no_update,
+)
 from dash.exceptions import PreventUpdate
 
 from app import data, ids
+from app.access import token_problem, token_required
 from app.components.charts import DEPTH_COLUMNS, overhead_curve, pinned_vs_depth
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
 from app.components.strip import outcome_strip
 from app.components.summary import facts, facts_list, holes_table
+from app.jobs import QueueFull, max_queued
 from app.landscape import coverage, holes
 from app.launch import LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
@@ -37,7 +50,7 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
     """Every view of the trace under `policy`, built from one read of its runs."""
     runs = data.runs(name, policy)
     peak = data.peak(name, runs)
-    found = holes(runs)
+    found = holes(runs, policy)
     pairs = facts(found, len(runs), coverage(data.walks(name, policy)), peak)
     return {
         "strip": outcome_strip(runs, height=260, uirevision=f"trace-{name}"),
@@ -107,9 +120,10 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
             html.H3("Holes (sampled)"),
             html.Div(built["holes"], id=f"{ids.TRACE_HOLES}-box"),
             html.H3("Launch"),
-            launch_form(),
+            launch_form(token_required=token_required()),
             html.H3("Jobs"),
             html.Div(id=ids.TRACE_CANCEL_MESSAGE, role="status", className="message"),
+            dcc.Store(id=ids.TRACE_CANCEL_REQUEST),
             html.Div(jobs_view(name), id=ids.TRACE_JOBS),
             dcc.Store(id=ids.TRACE_FINGERPRINT, data=data.fingerprint(name, chosen)),
             dcc.Interval(id=ids.TRACE_INTERVAL, interval=REFRESH_MS),
@@ -181,12 +195,13 @@ def refresh_jobs(_ticks: Any, _launched: Any, _cancelled: Any, name: str) -> htm
     State(ids.TRACE_CAP, "value"),
     State(ids.TRACE_POLICY, "value"),
     State(ids.TRACE_NAME, "data"),
+    State(ids.TRACE_TOKEN, "value"),
     prevent_initial_call=True,
 )
 def launch(clicks: int, mode: str, *values: Any) -> Any:
     if not clicks:
         raise PreventUpdate
-    value, listed, start, stop, step, points, cap, policy, name = values
+    value, listed, start, stop, step, points, cap, policy, name, token = values
     form = {
         "trace": name,
         "mode": mode,
@@ -199,37 +214,70 @@ def launch(clicks: int, mode: str, *values: Any) -> Any:
         "cap": cap,
         "policy": policy,
     }
-    return submit(form)
+    return submit(form, token)
 
 
-def submit(form: dict[str, Any]) -> html.Span:
-    """Validate and queue; the message says what happened (and nothing is queued on error)."""
+def _error(text: str) -> html.Span:
+    return html.Span(text, className="error", role="alert")
+
+
+def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
+    """Check the token, validate and queue; the message says what happened (and nothing is
+    queued on any error)."""
     from app.runner import ensure_runner
 
+    problem = token_problem(token)
+    if problem:
+        return _error(f"{problem} Nothing was launched.")
     try:
         spec, label = validate(
             form,
-            traces=data.known_traces(),
+            traces=data.catalog(),
             policies=data.policies(),
             peak=data.peak(str(form.get("trace"))),
         )
     except LaunchError as exc:
-        return html.Span(str(exc), className="error", role="alert")
-    job_id = data.jobs().submit(spec, label)
+        return _error(str(exc))
+    try:
+        job_id = data.jobs().submit(spec, label, max_queued=max_queued())
+    except QueueFull as exc:
+        return _error(f"{exc} Nothing was launched.")
     ensure_runner(data.store_path())
     return html.Span(f"Queued job #{job_id}: {label}.", className="ok")
 
 
-@callback(
-    Output(ids.TRACE_CANCEL_MESSAGE, "children"),
+# A click on a cancel button becomes a request in the browser, at once: the jobs panel is
+# redrawn every poll with new buttons, which fires the buttons' callback again (with no
+# click), and a server callback fired that way would supersede the click's own answer.
+clientside_callback(
+    """function (_clicks) {
+        const fired = window.dash_clientside.callback_context.triggered;
+        if (!fired.length || !fired[0].value) {
+            return window.dash_clientside.no_update;
+        }
+        const prop = fired[0].prop_id;
+        const button = JSON.parse(prop.slice(0, prop.lastIndexOf(".")));
+        return {job: button.job, at: Date.now()};
+    }""",
+    Output(ids.TRACE_CANCEL_REQUEST, "data"),
     Input({"type": ids.TRACE_JOB_CANCEL, "job": ALL}, "n_clicks"),
     prevent_initial_call=True,
 )
-def cancel(_clicks: list[int | None]) -> Any:
-    trigger = ctx.triggered_id
-    if not isinstance(trigger, dict) or not (ctx.triggered and ctx.triggered[0]["value"]):
+
+
+@callback(
+    Output(ids.TRACE_CANCEL_MESSAGE, "children"),
+    Input(ids.TRACE_CANCEL_REQUEST, "data"),
+    State(ids.TRACE_TOKEN, "value"),
+    prevent_initial_call=True,
+)
+def cancel(request: dict | None, token: str | None) -> Any:
+    if not request or request.get("job") is None:
         raise PreventUpdate
-    job_id = int(trigger["job"])
+    job_id = int(request["job"])
+    problem = token_problem(token)
+    if problem:
+        return _error(f"{problem} Job #{job_id} was not cancelled.")
     status = data.jobs().cancel(job_id)
     if status == "cancelled":
         return f"Job #{job_id} cancelled."

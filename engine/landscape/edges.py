@@ -1,6 +1,6 @@
 """`dtr-landscape edges`: bisect between stored neighbouring intervals of different statuses
 until an interval of one status sits directly below one of the other (an exact edge). The
-bisection itself is engine/landscape/holes.py's `find_edges`; the runs it makes are stored
+bisection itself is engine/landscape/intervals.py's `find_edges`; the runs it makes are stored
 (stage "edge") in batches, like a walk's."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from engine.landscape.holes import Interval, find_edges
+from engine.landscape.intervals import Interval, find_edges
 from engine.landscape.walk import RunWriter, _stored, _walk_row
 from engine.sim.simulate import DEFAULT_CAP
 

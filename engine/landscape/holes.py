@@ -1,6 +1,8 @@
-"""Counting holes, from samples and from same-execution intervals. The computations are pure
-functions, data in, results out (no store, no simulator), tested directly on small tables;
-the `holes` command's store reading is the last section.
+"""Counting holes over sampled ratios, and the one definition of which stored runs are a
+landscape's samples: `landscape_holes`, which the `holes` command and the dashboard both call
+(the dashboard only adapts its result for display). Pure functions, rows in, results out; the
+`holes` command's store reading is the last section. Interval arithmetic (exact widths,
+edges) is engine/landscape/intervals.py.
 
 Definitions (docs/DOMAIN.md, "Counting holes"), on samples sorted by ratio with timeouts set
 aside first:
@@ -11,24 +13,47 @@ aside first:
   (last fail, first ok above);
 - stable-from: the lowest sample at and above which every sample succeeds.
 
-Intervals are runs' same-execution intervals [lo, hi] (hi None: every larger budget): every
-budget inside gives the run's execution, so where they touch (one's hi + 1 is the next one's
-lo) the budget axis is classified byte for byte and a hole's edges are exact.
+Which runs are samples (`select`):
+- comparable runs only: one policy and cap, no what-if retained storages, and no row an
+  imported evidence table marked excluded (stage 'excluded:...');
+- one trace version (SHA-256): runs of a changed trace file are another landscape;
+- runs given by ratio only: a run given in bytes (a walk's, an edge search's, a one-off
+  budget) is not a sample of the grid, though its interval still counts for exact widths;
+- per ratio, the newest resolved sample; timeouts (and imported `recursion`) are set aside.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.landscape.intervals import (
+    RESOLVED,
+    UNRESOLVED,
+    Interval,
+    distinct_intervals,
+    exact_range,
+    failing,
+    interval_from_row,
+    interval_holes,
+    missing,
+)
+from engine.landscape.record_files import EXCLUDED_PREFIX
 from engine.sim.policies import make_policy
 from engine.sim.simulate import DEFAULT_CAP
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from engine.landscape.store import Store
 
-FAILING = ("oom", "thrashed")
+# Runs comparable with each other, as SQL over the store's `runs` (parameters: policy, cap):
+# `comparable` below is the same test on rows. The walks read their stored intervals with it.
+SAME_SETTINGS = (
+    "policy = ? AND cap = ? AND coalesce(retained, '') = '' "
+    "AND coalesce(stage, '') NOT LIKE 'excluded:%'"
+)
 
 
 @dataclass(frozen=True)
@@ -36,36 +61,14 @@ class Sample:
     ratio: float
     budget: int
     status: str
-
-
-@dataclass(frozen=True)
-class Interval:
-    lo: int
-    hi: int | None  # None: every larger budget gives the same execution
-    status: str
-    overhead: float | None = None
     run_id: str | None = None
-
-    def contains(self, budget: int) -> bool:
-        return self.lo <= budget and (self.hi is None or budget <= self.hi)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# Unresolved outcomes are set aside before counting: a timeout, or simrd's stack running out
-# (`recursion`, only in imported records; our engine has no such failure mode).
-UNRESOLVED = frozenset({"timeout", "recursion"})
-
-
-def failing(status: str) -> bool:
-    return status in FAILING
 
 
 # -- samples -------------------------------------------------------------------------------
 def count_holes(samples: Iterable[Sample]) -> dict[str, Any]:
-    """The paper's hole counts over sampled ratios. A ratio sampled more than once keeps its
-    last resolved sample (the simulator is deterministic, so repeats agree)."""
+    """The paper's hole counts over sampled ratios, given oldest first: a ratio sampled more
+    than once keeps its newest resolved sample (the simulator is deterministic, so repeats
+    agree; an imported or older engine's row may not)."""
     resolved: dict[float, Sample] = {}
     timeouts = 0
     for sample in samples:
@@ -87,13 +90,14 @@ def count_holes(samples: Iterable[Sample]) -> dict[str, Any]:
             j += 1
         # a run of failures ends at a completing sample (the region) or at the top (no region)
         if j + 1 < len(above) and above[j + 1].status == "ok":
-            regions.append(_region(above[i - 1], above[i], above[j], above[j + 1]))
+            regions.append(_region(above[i - 1], above[i], above[j], above[j + 1], j - i + 1))
         i = j + 1
     stable = None
     for sample in reversed(ordered):
         if sample.status != "ok":
             break
         stable = sample
+    last_ok = max((i for i, s in enumerate(ordered) if s.status == "ok"), default=None)
     return {
         "samples": len(ordered),
         "timeouts_set_aside": timeouts,
@@ -101,25 +105,45 @@ def count_holes(samples: Iterable[Sample]) -> dict[str, Any]:
         "failing_above": [_point(s) for s in above if failing(s.status)],
         "regions": regions,
         "stable_from": _point(stable) if stable is not None else None,
+        # the outer edges: the failures below the first success, and above the last one
+        "low_edge": {
+            "last_fail": _point(ordered[first_ok - 1]) if first_ok else None,
+            "first_ok": _point(ordered[first_ok]) if first_ok is not None else None,
+        },
+        "high_edge": {
+            "last_ok": _point(ordered[last_ok]) if last_ok is not None else None,
+            "first_fail": (
+                _point(ordered[last_ok + 1])
+                if last_ok is not None and last_ok + 1 < len(ordered)
+                else None
+            ),
+        },
     }
 
 
 def _point(sample: Sample) -> dict[str, Any]:
-    return {"ratio": sample.ratio, "budget": sample.budget, "status": sample.status}
-
-
-def _region(ok_below: Sample, first: Sample, last: Sample, ok_above: Sample) -> dict[str, Any]:
     return {
-        "last_ok_below": ok_below.ratio,
-        "first_fail": first.ratio,
-        "last_fail": last.ratio,
-        "first_ok_above": ok_above.ratio,
-        "budgets": {
-            "last_ok_below": ok_below.budget,
-            "first_fail": first.budget,
-            "last_fail": last.budget,
-            "first_ok_above": ok_above.budget,
-        },
+        "ratio": sample.ratio,
+        "budget": sample.budget,
+        "status": sample.status,
+        "run_id": sample.run_id,
+    }
+
+
+def _region(
+    ok_below: Sample, first: Sample, last: Sample, ok_above: Sample, count: int
+) -> dict[str, Any]:
+    ends = {
+        "last_ok_below": ok_below,
+        "first_fail": first,
+        "last_fail": last,
+        "first_ok_above": ok_above,
+    }
+    return {
+        **{key: sample.ratio for key, sample in ends.items()},
+        "budgets": {key: sample.budget for key, sample in ends.items()},
+        "points": {key: _point(sample) for key, sample in ends.items()},
+        "failing_samples": count,
         "edge_brackets": [
             {"last_ok": ok_below.ratio, "first_fail": first.ratio},
             {"last_fail": last.ratio, "first_ok": ok_above.ratio},
@@ -127,235 +151,164 @@ def _region(ok_below: Sample, first: Sample, last: Sample, ok_above: Sample) -> 
     }
 
 
-# -- intervals -----------------------------------------------------------------------------
-def distinct_intervals(intervals: Iterable[Interval]) -> tuple[list[Interval], int]:
-    """One interval per execution, sorted by lo, plus how many overlapping ones were dropped.
-    Runs of one execution share their interval exactly and distinct executions never
-    overlap, so an overlap means rows from different engines or settings: the first kept
-    (lowest lo) wins and the conflict is counted rather than hidden."""
-    by_range: dict[tuple[int, int | None], Interval] = {}
-    for interval in intervals:
-        by_range.setdefault((interval.lo, interval.hi), interval)
-    out: list[Interval] = []
-    conflicts = 0
-    for key in sorted(by_range, key=lambda k: (k[0], _top(k[1]))):
-        interval = by_range[key]
-        if out and (out[-1].hi is None or interval.lo <= out[-1].hi):
-            conflicts += 1
-            continue
-        out.append(interval)
-    return out, conflicts
+# -- which runs are samples ----------------------------------------------------------------
+Rows = Iterable[Mapping[str, Any]]
 
 
-def _top(hi: int | None) -> float:
-    return float("inf") if hi is None else hi
+class TraceVersionsError(ValueError):
+    """Runs of more than one version (SHA-256) of a trace, and none was chosen."""
+
+    def __init__(self, versions: list[str]) -> None:
+        self.versions = versions
+        super().__init__(
+            f"{len(versions)} versions of the trace are stored; name one by its SHA-256: "
+            + ", ".join(sorted(versions))
+        )
 
 
-def covering(intervals: Sequence[Interval], budget: int) -> int | None:
-    """Index of the interval (of a sorted, disjoint list) that contains budget, if any."""
-    lo, hi = 0, len(intervals) - 1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if intervals[mid].lo > budget:
-            hi = mid - 1
-        elif intervals[mid].contains(budget):
-            return mid
-        else:
-            lo = mid + 1
-    return None
+@dataclass(frozen=True)
+class Selection:
+    """The runs of one landscape that count, as `select` chose them."""
+
+    trace_sha256: str | None
+    versions: list[str]  # every version among the comparable runs, newest first
+    runs: int  # comparable runs of the chosen version
+    samples: list[Sample]  # ratio-given runs, oldest first, timeouts included
+    intervals: list[Interval]  # distinct same-execution intervals of the resolved runs
+    conflicting_intervals: int
+    without_version: int  # runs with no SHA-256 set aside because other runs have one
 
 
-def certified_bytes(intervals: Iterable[Interval], start: int, end: int) -> int:
-    """Bytes of [start, end] that the (disjoint) intervals cover: a walk's first interval can
-    begin below the asked start and its last can end above the asked end."""
-    total = 0
-    for interval in intervals:
-        lo = max(interval.lo, start)
-        hi = end if interval.hi is None else min(interval.hi, end)
-        if hi >= lo:
-            total += hi - lo + 1
-    return total
+def _text(value: Any) -> str:
+    return "" if missing(value) else str(value)
 
 
-def touching_runs(intervals: Sequence[Interval]) -> list[tuple[int, int]]:
-    """Index ranges [i, j] of maximal stretches of touching intervals (hi + 1 == next lo)
-    that are all failing, or all not failing: the exactly classified stretches."""
-    runs: list[tuple[int, int]] = []
-    i = 0
-    while i < len(intervals):
-        j = i
-        while (
-            j + 1 < len(intervals)
-            and _touch(intervals[j], intervals[j + 1])
-            and failing(intervals[j + 1].status) == failing(intervals[i].status)
-        ):
-            j += 1
-        runs.append((i, j))
-        i = j + 1
-    return runs
-
-
-def _touch(below: Interval, above: Interval) -> bool:
-    return below.hi is not None and below.hi + 1 == above.lo
-
-
-def exact_range(region: dict[str, Any], intervals: Sequence[Interval]) -> dict[str, Any]:
-    """A sampled failure region's bytes from the intervals (sorted, disjoint). Its first
-    failing byte is the lo of a failing interval touched from below by an ok interval,
-    between the last ok sample below and the first failing sample (the lowest such edge if
-    several); its last failing byte likewise the hi of a failing interval touched from above
-    by an ok one, between the last failing sample and the first ok above (the highest).
-    Complete only when the stored intervals cover every byte between the two with no gap;
-    `ok_bytes_inside` > 0 then says the region is really several holes."""
-    budgets = region["budgets"]
-    first_byte = last_byte = None
-    for below, above in zip(intervals, intervals[1:], strict=False):
-        if not _touch(below, above):
-            continue
-        assert below.hi is not None
-        if (
-            first_byte is None
-            and below.status == "ok"
-            and failing(above.status)
-            and budgets["last_ok_below"] <= below.hi
-            and above.lo <= budgets["first_fail"]
-        ):
-            first_byte = above.lo
-        if (
-            failing(below.status)
-            and above.status == "ok"
-            and budgets["last_fail"] <= below.hi
-            and above.lo <= budgets["first_ok_above"]
-        ):
-            last_byte = below.hi
-    # the classified bytes between the edges, or between the failing samples where an edge
-    # is not known yet
-    lo = budgets["first_fail"] if first_byte is None else first_byte
-    hi = budgets["last_fail"] if last_byte is None else last_byte
-    failing_bytes = certified_bytes((i for i in intervals if failing(i.status)), lo, hi)
-    ok_bytes = certified_bytes((i for i in intervals if i.status == "ok"), lo, hi)
-    width = None
-    if first_byte is not None and last_byte is not None:
-        width = last_byte - first_byte + 1
-    return {
-        "first_fail_byte": first_byte,
-        "last_fail_byte": last_byte,
-        "width": width,
-        "complete": width is not None and failing_bytes + ok_bytes == width,
-        "failing_bytes_known": failing_bytes,
-        "ok_bytes_inside": ok_bytes,
-    }
-
-
-def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
-    """Holes seen by the intervals alone (e.g. after a walk): failing stretches with an ok
-    interval touching them directly below and above, so both edges and the width are exact."""
-    holes = []
-    stretches = touching_runs(intervals)
-    for k, (i, j) in enumerate(stretches):
-        if not failing(intervals[i].status) or k == 0 or k + 1 == len(stretches):
-            continue
-        below, above = intervals[stretches[k - 1][1]], intervals[stretches[k + 1][0]]
-        if (
-            below.status == "ok"
-            and above.status == "ok"
-            and _touch(below, intervals[i])
-            and _touch(intervals[j], above)
-        ):
-            last = intervals[j].hi
-            assert last is not None
-            holes.append(
-                {
-                    "first_fail_byte": intervals[i].lo,
-                    "last_fail_byte": last,
-                    "width": last - intervals[i].lo + 1,
-                    "intervals": j - i + 1,
-                    # the runs that prove it: the ok run just below, the failing runs at
-                    # its two ends, the ok run just above
-                    "run_ids": {
-                        "ok_below": below.run_id,
-                        "first_fail": intervals[i].run_id,
-                        "last_fail": intervals[j].run_id,
-                        "ok_above": above.run_id,
-                    },
-                }
-            )
-    return holes
-
-
-# -- rows ------------------------------------------------------------------------------------
-# Runs comparable with each other: one policy and cap, no what-if retained storages.
-# Rows an imported evidence table marked excluded (stage 'excluded:...') are not samples.
-SAME_SETTINGS = (
-    "policy = ? AND cap = ? AND coalesce(retained, '') = '' "
-    "AND coalesce(stage, '') NOT LIKE 'excluded:%'"
-)
-
-
-def interval_from_row(row: dict[str, Any]) -> Interval:
-    hi, overhead = row.get("same_hi"), row.get("overhead")
-    return Interval(
-        lo=int(row["same_lo"]),
-        hi=None if hi is None or hi != hi else int(hi),  # NaN from pandas is null
-        status=str(row["status"]),
-        overhead=None if overhead is None or overhead != overhead else float(overhead),
-        run_id=row.get("run_id"),
+def comparable(row: Mapping[str, Any], policy: str, cap: float) -> bool:
+    """`SAME_SETTINGS` on one row: this policy and cap, no retained storages, not excluded."""
+    row_cap = row.get("cap")
+    return (
+        row.get("policy") == policy
+        and row_cap is not None
+        and not missing(row_cap)
+        and float(row_cap) == float(cap)
+        and not _text(row.get("retained"))
+        and not _text(row.get("stage")).startswith(EXCLUDED_PREFIX)
     )
 
 
-# -- edges ---------------------------------------------------------------------------------
-Probe = Callable[[int], Interval]
+def age_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Oldest first: runs without a start time (imports) before any other, then by start,
+    then by id (as the store's `ORDER BY started_at NULLS FIRST, run_id`)."""
+    started = row.get("started_at")
+    return (0, 0, _text(row.get("run_id"))) if missing(started) else (1, started, row["run_id"])
 
 
-def bisect_edge(below: Interval, above: Interval, probe: Probe) -> list[tuple[Interval, Interval]]:
-    """Exact edges between two intervals of different statuses, `below` under `above` with a
-    gap between them. Probing m in the gap returns m's interval M (inside the gap, since
-    executions do not overlap); M replaces the side whose status it shares, so the gap
-    shrinks every step. A third status (thrashed between ok and oom) means an edge on each
-    side of M: both are pursued. Iterative, so a long chain cannot exhaust the stack."""
-    edges: list[tuple[Interval, Interval]] = []
-    pending = [(below, above)]
-    while pending:
-        a, b = pending.pop()
-        assert a.hi is not None
-        if a.hi + 1 == b.lo:
-            if a.status != b.status:
-                edges.append((a, b))
-            continue
-        m = (a.hi + 1 + b.lo - 1) // 2
-        found = probe(m)
-        if not found.contains(m) or found.lo <= a.hi or found.hi is None or found.hi >= b.lo:
-            raise RuntimeError(
-                f"budget {m} gave interval [{found.lo}, {found.hi}] outside the gap "
-                f"[{a.hi + 1}, {b.lo - 1}]: the intervals are inconsistent"
-            )
-        if found.status == a.status:
-            pending.append((found, b))
-        elif found.status == b.status:
-            pending.append((a, found))
-        else:
-            pending.append((found, b))
-            pending.append((a, found))
-    return sorted(edges, key=lambda e: e[0].lo)
+# Every column `select` reads.
+SELECTED_COLUMNS = (
+    "run_id",
+    "trace_sha256",
+    "policy",
+    "cap",
+    "retained",
+    "stage",
+    "started_at",
+    "ratio",
+    "budget",
+    "status",
+    "overhead",
+    "same_lo",
+    "same_hi",
+)
 
 
-def find_edges(
-    intervals: Sequence[Interval], probe: Probe
-) -> tuple[list[tuple[Interval, Interval]], int]:
-    """Every exact edge between neighbouring known intervals (sorted, disjoint) of different
-    statuses: touching pairs as they are, gaps bisected with `probe`. Returns the edges and
-    how many gaps were bisected."""
-    edges: list[tuple[Interval, Interval]] = []
-    bisected = 0
-    for a, b in zip(intervals, intervals[1:], strict=False):
-        if a.status == b.status:
-            continue
-        if _touch(a, b):
-            edges.append((a, b))
-        else:
-            bisected += 1
-            edges.extend(bisect_edge(a, b, probe))
-    return edges, bisected
+def _records(rows: pd.DataFrame | Rows) -> list[Mapping[str, Any]]:
+    columns = getattr(rows, "columns", None)
+    if columns is not None:  # a DataFrame: one dict per row, of the columns read here only
+        frame: Any = rows
+        wanted = [c for c in SELECTED_COLUMNS if c in columns]
+        return list(frame[wanted].to_dict("records"))
+    return list(rows)  # type: ignore[arg-type]
+
+
+def select(
+    rows: pd.DataFrame | Rows,
+    *,
+    policy: str,
+    cap: float = DEFAULT_CAP,
+    trace_sha256: str | None = None,
+    newest_version: bool = False,
+) -> Selection:
+    """The samples and intervals of one trace's landscape under (policy, cap), from any of its
+    stored runs (the store's `runs` columns; other policies, caps and what-ifs are skipped).
+    Several trace versions need `trace_sha256`, or `newest_version` (the version of the most
+    recently started run), else TraceVersionsError."""
+    ordered = sorted((r for r in _records(rows) if comparable(r, policy, cap)), key=age_key)
+    versions = list(
+        dict.fromkeys(
+            str(r["trace_sha256"]) for r in reversed(ordered) if not missing(r.get("trace_sha256"))
+        )
+    )
+    chosen = trace_sha256
+    if chosen is None and versions:
+        if len(versions) > 1 and not newest_version:
+            raise TraceVersionsError(versions)
+        chosen = versions[0]
+    if chosen is None:  # no run knows its version (imports of an unregistered trace)
+        mine = ordered
+    else:
+        mine = [r for r in ordered if _text(r.get("trace_sha256")) == chosen]
+    samples = [
+        Sample(float(r["ratio"]), int(r["budget"]), str(r["status"]), _text(r.get("run_id")))
+        for r in mine
+        if not missing(r.get("ratio")) and not missing(r.get("budget"))
+    ]
+    intervals, conflicts = distinct_intervals(
+        interval_from_row(dict(r))
+        for r in mine
+        if r.get("status") in RESOLVED and not missing(r.get("same_lo"))
+    )
+    return Selection(
+        trace_sha256=chosen,
+        versions=versions,
+        runs=len(mine),
+        samples=samples,
+        intervals=intervals,
+        conflicting_intervals=conflicts,
+        without_version=sum(1 for r in ordered if missing(r.get("trace_sha256")))
+        if chosen is not None
+        else 0,
+    )
+
+
+def landscape_holes(
+    rows: pd.DataFrame | Rows,
+    *,
+    policy: str,
+    cap: float = DEFAULT_CAP,
+    trace_sha256: str | None = None,
+    newest_version: bool = False,
+) -> dict[str, Any]:
+    """The hole report of one landscape: `select`'s samples counted (`count_holes`), each
+    failure region's exact bytes from the intervals (`exact_range`), and the holes the
+    intervals alone show. What `dtr-landscape holes --json` prints, less the trace's name."""
+    chosen = select(
+        rows, policy=policy, cap=cap, trace_sha256=trace_sha256, newest_version=newest_version
+    )
+    report = count_holes(chosen.samples)
+    for region in report["regions"]:
+        region["bytes"] = exact_range(region, chosen.intervals)
+    return {
+        "trace_sha256": chosen.trace_sha256,
+        "trace_versions": chosen.versions,
+        "policy": policy,
+        "cap": cap,
+        "runs": chosen.runs,
+        "without_version_set_aside": chosen.without_version,
+        **report,
+        "intervals": len(chosen.intervals),
+        "conflicting_intervals": chosen.conflicting_intervals,
+        "interval_holes": interval_holes(chosen.intervals),
+    }
 
 
 # -- the `holes` command: store I/O -------------------------------------------------
@@ -364,41 +317,17 @@ def holes_report(
 ) -> dict[str, Any]:
     spec = make_policy(policy).spec
     frame = store.query(
-        "SELECT run_id, trace_sha256, ratio, budget, status, overhead, same_lo, same_hi "
-        f"FROM runs WHERE (trace = ? OR trace_sha256 = ?) AND {SAME_SETTINGS} "
-        "ORDER BY started_at NULLS FIRST, run_id",
-        [trace, trace, spec, float(cap)],
+        f"SELECT {', '.join(SELECTED_COLUMNS)} FROM runs "
+        "WHERE (trace = ? OR trace_sha256 = ?) AND policy = ?",
+        [trace, trace, spec],
     )
-    if frame.empty:
-        raise ValueError(f"no stored runs of {trace} with policy {spec}, cap {cap:g}")
-    versions = sorted(set(frame["trace_sha256"].dropna()))
-    if len(versions) > 1:
+    try:
+        report = landscape_holes(frame, policy=spec, cap=float(cap))
+    except TraceVersionsError as exc:
         raise ValueError(
-            f"{len(versions)} versions of {trace} are stored; name one by its SHA-256: "
-            + ", ".join(versions)
-        )
-    rows = frame.to_dict("records")
-    samples = [
-        Sample(float(r["ratio"]), int(r["budget"]), str(r["status"]))
-        for r in rows
-        if r["ratio"] is not None and r["ratio"] == r["ratio"]  # NaN: a run given in bytes
-    ]
-    report = count_holes(samples)
-    resolved = [
-        interval_from_row(r)
-        for r in rows
-        if r["status"] in ("ok", "oom", "thrashed") and r["same_lo"] == r["same_lo"]
-    ]
-    intervals, conflicts = distinct_intervals(resolved)
-    for region in report["regions"]:
-        region["bytes"] = exact_range(region, intervals)
-    return {
-        "trace": trace,
-        "trace_sha256": versions[0] if versions else None,
-        "policy": spec,
-        "cap": cap,
-        **report,
-        "intervals": len(intervals),
-        "conflicting_intervals": conflicts,
-        "interval_holes": interval_holes(intervals),
-    }
+            f"{len(exc.versions)} versions of {trace} are stored; name one by its SHA-256: "
+            + ", ".join(sorted(exc.versions))
+        ) from None
+    if not report["runs"]:
+        raise ValueError(f"no stored runs of {trace} with policy {spec}, cap {cap:g}")
+    return {"trace": trace, **report, "cap": cap}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.landscape.ids import RunIdError, check_run_id
 from engine.landscape.record_files import (
     EXCLUDED_PREFIX,
     RecordFileError,
@@ -246,6 +247,11 @@ def import_records(
     tag = source or f"import:{fmt}:{path.name}"
     reader = read_pareto if fmt == "pareto" else read_evidence
     rows = reader(str(path), data, known_traces(store, traces), tag)
+    for row in rows:  # the readers build ids from the file; none may name a path elsewhere
+        try:
+            check_run_id(row["run_id"])
+        except RunIdError as exc:
+            raise RecordFileError(f"{path}: run_id: {exc}") from None
     ids = [row["run_id"] for row in rows]
     have = set(
         store.query("SELECT run_id FROM runs WHERE list_contains(?::VARCHAR[], run_id)", [ids])[

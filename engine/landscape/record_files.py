@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from engine.landscape.ids import EXPECTED_RUN_ID, MAX_RUN_ID, is_run_id
+
 IMPORTED_STATUSES = ("ok", "oom", "thrashed", "timeout", "recursion")
 EXCLUDED_PREFIX = "excluded:"
 EVIDENCE_CAP = 60.0  # the paper's protocol: thrashed above 60x model compute
@@ -246,7 +248,12 @@ def read_evidence(
             problems.add(place, f"run_id {run_id!r} repeats row {first_seen[run_id]}")
             continue
         first_seen[run_id] = number
-        rows.append({**row, "run_id": f"evidence:{tag}:{run_id}", "source": source})
+        stored_id = f"evidence:{tag}:{run_id}"
+        if not is_run_id(stored_id):
+            room = MAX_RUN_ID - len(stored_id) + len(run_id)
+            problems.add(place, f"run_id must be at most {room} characters")
+            continue
+        rows.append({**row, "run_id": stored_id, "source": source})
     problems.check()
     if not rows:
         raise RecordFileError(f"{file}: no rows after the header")
@@ -270,8 +277,8 @@ def _evidence_row(
         return value
 
     run_id = cells["run_id"].strip()
-    if not run_id:
-        found.append("run_id must not be empty")
+    if not is_run_id(run_id):  # it becomes part of the stored id, and of file names
+        found.append(f"run_id must be {EXPECTED_RUN_ID}, got {run_id[:80]!r}")
     raw_trace = cells["trace"].strip()
     trace = canonical_trace_name(raw_trace) or (raw_trace if raw_trace in traces else None)
     if trace is None:

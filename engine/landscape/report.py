@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.landscape.holes import (
+from engine.landscape.holes import SAME_SETTINGS
+from engine.landscape.intervals import (
     Interval,
     covering,
     distinct_intervals,
@@ -57,8 +58,6 @@ def stretches(intervals: list[Interval]) -> list[tuple[int, int | None]]:
 
 def _stored(store: Store, policy: str, cap: float) -> dict[str, dict[str, Any]]:
     """Per trace version: its name, peak and distinct intervals under (policy, cap)."""
-    from engine.landscape.holes import SAME_SETTINGS
-
     frame = store.query(
         "SELECT trace, trace_sha256, peak, run_id, status, overhead, same_lo, same_hi FROM runs "
         f"WHERE {SAME_SETTINGS} AND status IN ('ok', 'oom', 'thrashed') "

@@ -36,26 +36,66 @@ GRID_DECIMALS = 10
 INTERIOR_DECIMALS = 6
 
 
-def _number(text: str, what: str) -> float:
+class SamplingError(ValueError):
+    """Budgets a sweep cannot sample. The message is the command line's; `field` (from, to,
+    step, ratio), `problem` (number, finite, range, positive, order, count) and `value` say
+    what is wrong for a caller that words it its own way (the dashboard's launch form)."""
+
+    def __init__(
+        self, message: str, *, field: str, problem: str, value: float | int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.field, self.problem, self.value = field, problem, value
+
+
+def parse_number(text: str, option: str, field: str = "ratio") -> float:
+    """A finite number from text; `option` names it in the message (--grid, --ratios)."""
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{what}: expected a number, got {text!r}") from None
+        raise SamplingError(
+            f"{option}: expected a number, got {text!r}", field=field, problem="number"
+        ) from None
     if not math.isfinite(value):
-        raise ValueError(f"{what}: expected a finite number, got {text!r}")
+        raise SamplingError(
+            f"{option}: expected a finite number, got {text!r}", field=field, problem="finite"
+        )
     return value
 
 
-def _check_ratio(value: float, what: str) -> None:
+def check_ratio(value: float, option: str, field: str = "ratio") -> float:
     if not 0 < value <= MAX_RATIO:
-        raise ValueError(f"{what}: ratios must be in (0, {MAX_RATIO:g}], got {value:g}")
-
-
-def _check_count(count: int, what: str) -> None:
-    if count > MAX_BUDGETS:
-        raise ValueError(
-            f"{what} gives {count} budgets; at most {MAX_BUDGETS} per sweep (use a larger step)"
+        raise SamplingError(
+            f"{option}: ratios must be in (0, {MAX_RATIO:g}], got {value:g}",
+            field=field,
+            problem="range",
+            value=value,
         )
+    return value
+
+
+def check_count(count: int, what: str) -> int:
+    if count > MAX_BUDGETS:
+        raise SamplingError(
+            f"{what} gives {count} budgets; at most {MAX_BUDGETS} per sweep (use a larger step)",
+            field="ratio",
+            problem="count",
+            value=count,
+        )
+    return count
+
+
+def check_range(start: float, stop: float, option: str) -> tuple[float, float]:
+    """A range of ratios FROM < TO, both in (0, MAX_RATIO] (grids, walks, refined ranges)."""
+    check_ratio(start, option, "from")
+    check_ratio(stop, option, "to")
+    if not start < stop:
+        raise SamplingError(
+            f"{option}: FROM must be below TO, got {start:g} and {stop:g}",
+            field="from",
+            problem="order",
+        )
+    return start, stop
 
 
 def grid_steps(start: float, stop: float, step: float) -> list[float]:
@@ -65,20 +105,41 @@ def grid_steps(start: float, stop: float, step: float) -> list[float]:
     return [round(start + i * step, GRID_DECIMALS) for i in range(count)]
 
 
+def grid(start: float, stop: float, step: float, option: str = "--grid") -> list[float]:
+    """The ratios of the grid FROM:TO:STEP, checked as `sweep --grid` checks them."""
+    if not step > 0:
+        raise SamplingError(
+            f"{option}: STEP must be positive, got {step:g}",
+            field="step",
+            problem="positive",
+            value=step,
+        )
+    check_range(start, stop, option)
+    check_count(
+        math.floor((stop - start) / step + 1e-9) + 1, f"{option} {start:g}:{stop:g}:{step:g}"
+    )
+    return grid_steps(start, stop, step)
+
+
 def parse_grid(text: str) -> list[float]:
     """`FROM:TO:STEP` -> the grid's ratios."""
     parts = text.split(":")
     if len(parts) != 3:
         raise ValueError(f"--grid: expected FROM:TO:STEP like 0.095:0.110:0.001, got {text!r}")
-    start, stop, step = (_number(p, "--grid") for p in parts)
-    if not step > 0:
-        raise ValueError(f"--grid: STEP must be positive, got {parts[2]!r}")
-    if not start < stop:
-        raise ValueError(f"--grid: FROM must be below TO, got {parts[0]!r} and {parts[1]!r}")
-    _check_ratio(start, "--grid")
-    _check_ratio(stop, "--grid")
-    _check_count(math.floor((stop - start) / step + 1e-9) + 1, f"--grid {text}")
-    return grid_steps(start, stop, step)
+    start, stop, step = (
+        parse_number(p, "--grid", field)
+        for p, field in zip(parts, ("from", "to", "step"), strict=True)
+    )
+    return grid(start, stop, step)
+
+
+def ratio_set(values: Sequence[float], option: str = "--ratios") -> list[float]:
+    """Sorted distinct ratios (rounded as grids are), checked as `sweep --ratios` checks them."""
+    ratios = sorted({round(value, GRID_DECIMALS) for value in values})
+    for ratio in ratios:
+        check_ratio(ratio, option)
+    check_count(len(ratios), option)
+    return ratios
 
 
 def parse_ratios(text: str) -> list[float]:
@@ -86,11 +147,20 @@ def parse_ratios(text: str) -> list[float]:
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise ValueError(f"--ratios: expected ratios like 0.1,0.2,0.3, got {text!r}")
-    ratios = sorted({round(_number(item, "--ratios"), GRID_DECIMALS) for item in items})
-    for ratio in ratios:
-        _check_ratio(ratio, "--ratios")
-    _check_count(len(ratios), "--ratios")
-    return ratios
+    return ratio_set([parse_number(item, "--ratios") for item in items])
+
+
+def spaced(start: float, stop: float, points: int, option: str = "--ratios") -> list[float]:
+    """`points` evenly spaced ratios from FROM to TO, both included (a refined range)."""
+    check_range(start, stop, option)
+    if not 2 <= points <= MAX_BUDGETS:
+        raise SamplingError(
+            f"{option}: expected 2 to {MAX_BUDGETS} points, got {points}",
+            field="points",
+            problem="count",
+            value=points,
+        )
+    return ratio_set([start + (stop - start) * i / (points - 1) for i in range(points)], option)
 
 
 def interior(ratios: Sequence[float], per_interval: int, seed: int) -> list[float]:
@@ -147,7 +217,7 @@ def refine(samples: Sequence[Sample], step: float) -> list[float]:
         while (ratio := round(a.ratio + i * step, GRID_DECIMALS)) < b.ratio:
             out.append(ratio)
             i += 1
-            _check_count(len(out), f"--refine {step:g}")
+            check_count(len(out), f"--refine {step:g}")
     return out
 
 

@@ -39,6 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from engine.landscape.ids import RunIdError, check_run_id
 from engine.sim.record import FIELD_NAMES
 
 DB_ENV = "DTR_LANDSCAPE_DB"
@@ -168,13 +169,21 @@ def flatten(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
     name, _, params = policy.partition("@")
     row["policy_name"] = name
     row["policy_params"] = params
-    row["run_id"] = record.get("run_id") or uuid.uuid4().hex
+    row["run_id"] = _run_id(record.get("run_id") or uuid.uuid4().hex)
     row["host"] = socket.gethostname()
     row.update(extra)
     unknown = set(extra) - set(row)
     if unknown:
         raise StoreError(f"unknown run columns: {', '.join(sorted(unknown))}")
     return row
+
+
+def _run_id(value: Any) -> str:
+    """Run ids name files (event logs): only ids of engine/landscape/ids.py are stored."""
+    try:
+        return check_run_id(value)
+    except RunIdError as exc:
+        raise StoreError(f"runs.run_id: {exc}") from None
 
 
 def unflatten(row: dict[str, Any]) -> dict[str, Any]:
@@ -278,6 +287,8 @@ class Store:
             unknown = set(row) - columns
             if unknown:
                 raise StoreError(f"unknown {table} columns: {', '.join(sorted(unknown))}")
+            if table == "runs":
+                _run_id(row.get("run_id"))
         self._publish(table, rows)
 
     def add_trace(self, **row: Any) -> None:

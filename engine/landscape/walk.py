@@ -1,15 +1,15 @@
-"""Exact landscapes: `dtr-landscape landscape | edges | holes`.
+"""Exact landscapes: `dtr-landscape landscape`, the walk.
 
 Every run reports its same-execution interval [lo, hi]: every budget in it gives the
-identical execution (docs/DOMAIN.md, "Beyond sampling"). So
-- `landscape` walks a budget range from the bottom up, one run per distinct execution
-  (next budget = hi + 1), and classifies every byte of it;
-- `edges` bisects, on intervals, between stored neighbours of different statuses until an
-  interval of one status sits directly below one of the other: an exact edge;
-- `holes` counts the paper's failure regions over the sampled ratios and, where intervals
-  are stored, gives each hole's exact bytes.
-Runs made here are stored (source "engine", stage "walk" or "edge") and stored runs whose
-interval covers a budget are reused instead of re-run. The pure parts are in engine/holes.py.
+identical execution (docs/DOMAIN.md, "Beyond sampling"). So `landscape` walks a budget range
+from the bottom up, one run per distinct execution (next budget = hi + 1), and classifies
+every byte of it. The runs share their work (engine/sim/native.py's Walk: each resumes where
+it first differs from the previous one and takes the previous one's rest over where their
+states meet again); chunks of the range run in a process pool or on Dask
+(engine/landscape/chunks.py). Runs made here are stored (source "engine", stage "walk") and
+stored runs whose interval covers a budget are reused instead of re-run, so a killed walk
+goes on from the store. Edges are engine/landscape/edges.py, holes engine/landscape/holes.py
+and engine/landscape/report.py; the interval arithmetic is engine/landscape/intervals.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.landscape.chunks import CHUNK_RUNS, CHUNK_SECONDS, ChunkRunner, ChunkTask, split
-from engine.landscape.holes import (
-    SAME_SETTINGS,
+from engine.landscape.holes import SAME_SETTINGS
+from engine.landscape.intervals import (
     Interval,
     certified_bytes,
     covering,

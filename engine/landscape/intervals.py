@@ -1,0 +1,275 @@
+"""Same-execution intervals: arithmetic over runs' exact intervals [lo, hi], and exact edges.
+Pure functions, data in, results out (no store, no simulator).
+
+An interval is a run's same-execution interval [lo, hi] (hi None: every larger budget): every
+budget inside gives the run's execution, so where two touch (one's hi + 1 is the next one's
+lo) the budget axis is classified byte for byte and a hole's edges are exact
+(docs/DOMAIN.md, "Beyond sampling"). The sampled side, hole counts over ratios, is
+engine/landscape/holes.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+FAILING = ("oom", "thrashed")
+# Unresolved outcomes are set aside before counting: a timeout, or simrd's stack running out
+# (`recursion`, only in imported records; our engine has no such failure mode).
+UNRESOLVED = frozenset({"timeout", "recursion"})
+RESOLVED = ("ok", *FAILING)
+
+
+def failing(status: str) -> bool:
+    return status in FAILING
+
+
+def missing(value: Any) -> bool:
+    """None, or a null as pandas gives it: NaN and NaT (the values unequal to themselves) or
+    pd.NA (whose comparisons are NA, which has no truth value)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:
+        return True
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: int
+    hi: int | None  # None: every larger budget gives the same execution
+    status: str
+    overhead: float | None = None
+    run_id: str | None = None
+
+    def contains(self, budget: int) -> bool:
+        return self.lo <= budget and (self.hi is None or budget <= self.hi)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- interval arithmetic -----------------------------------------------------------------
+def distinct_intervals(intervals: Iterable[Interval]) -> tuple[list[Interval], int]:
+    """One interval per execution, sorted by lo, plus how many overlapping ones were dropped.
+    Runs of one execution share their interval exactly and distinct executions never
+    overlap, so an overlap means rows from different engines or settings: the first kept
+    (lowest lo) wins and the conflict is counted rather than hidden."""
+    by_range: dict[tuple[int, int | None], Interval] = {}
+    for interval in intervals:
+        by_range.setdefault((interval.lo, interval.hi), interval)
+    out: list[Interval] = []
+    conflicts = 0
+    for key in sorted(by_range, key=lambda k: (k[0], _top(k[1]))):
+        interval = by_range[key]
+        if out and (out[-1].hi is None or interval.lo <= out[-1].hi):
+            conflicts += 1
+            continue
+        out.append(interval)
+    return out, conflicts
+
+
+def _top(hi: int | None) -> float:
+    return float("inf") if hi is None else hi
+
+
+def covering(intervals: Sequence[Interval], budget: int) -> int | None:
+    """Index of the interval (of a sorted, disjoint list) that contains budget, if any."""
+    lo, hi = 0, len(intervals) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if intervals[mid].lo > budget:
+            hi = mid - 1
+        elif intervals[mid].contains(budget):
+            return mid
+        else:
+            lo = mid + 1
+    return None
+
+
+def certified_bytes(intervals: Iterable[Interval], start: int, end: int) -> int:
+    """Bytes of [start, end] that the (disjoint) intervals cover: a walk's first interval can
+    begin below the asked start and its last can end above the asked end."""
+    total = 0
+    for interval in intervals:
+        lo = max(interval.lo, start)
+        hi = end if interval.hi is None else min(interval.hi, end)
+        if hi >= lo:
+            total += hi - lo + 1
+    return total
+
+
+def touching_runs(intervals: Sequence[Interval]) -> list[tuple[int, int]]:
+    """Index ranges [i, j] of maximal stretches of touching intervals (hi + 1 == next lo)
+    that are all failing, or all not failing: the exactly classified stretches."""
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(intervals):
+        j = i
+        while (
+            j + 1 < len(intervals)
+            and _touch(intervals[j], intervals[j + 1])
+            and failing(intervals[j + 1].status) == failing(intervals[i].status)
+        ):
+            j += 1
+        runs.append((i, j))
+        i = j + 1
+    return runs
+
+
+def _touch(below: Interval, above: Interval) -> bool:
+    return below.hi is not None and below.hi + 1 == above.lo
+
+
+def exact_range(region: dict[str, Any], intervals: Sequence[Interval]) -> dict[str, Any]:
+    """A sampled failure region's bytes from the intervals (sorted, disjoint). Its first
+    failing byte is the lo of a failing interval touched from below by an ok interval,
+    between the last ok sample below and the first failing sample (the lowest such edge if
+    several); its last failing byte likewise the hi of a failing interval touched from above
+    by an ok one, between the last failing sample and the first ok above (the highest).
+    Complete only when the stored intervals cover every byte between the two with no gap;
+    `ok_bytes_inside` > 0 then says the region is really several holes."""
+    budgets = region["budgets"]
+    first_byte = last_byte = None
+    for below, above in zip(intervals, intervals[1:], strict=False):
+        if not _touch(below, above):
+            continue
+        assert below.hi is not None
+        if (
+            first_byte is None
+            and below.status == "ok"
+            and failing(above.status)
+            and budgets["last_ok_below"] <= below.hi
+            and above.lo <= budgets["first_fail"]
+        ):
+            first_byte = above.lo
+        if (
+            failing(below.status)
+            and above.status == "ok"
+            and budgets["last_fail"] <= below.hi
+            and above.lo <= budgets["first_ok_above"]
+        ):
+            last_byte = below.hi
+    # the classified bytes between the edges, or between the failing samples where an edge
+    # is not known yet
+    lo = budgets["first_fail"] if first_byte is None else first_byte
+    hi = budgets["last_fail"] if last_byte is None else last_byte
+    failing_bytes = certified_bytes((i for i in intervals if failing(i.status)), lo, hi)
+    ok_bytes = certified_bytes((i for i in intervals if i.status == "ok"), lo, hi)
+    width = None
+    if first_byte is not None and last_byte is not None:
+        width = last_byte - first_byte + 1
+    return {
+        "first_fail_byte": first_byte,
+        "last_fail_byte": last_byte,
+        "width": width,
+        "complete": width is not None and failing_bytes + ok_bytes == width,
+        "failing_bytes_known": failing_bytes,
+        "ok_bytes_inside": ok_bytes,
+    }
+
+
+def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
+    """Holes seen by the intervals alone (e.g. after a walk): failing stretches with an ok
+    interval touching them directly below and above, so both edges and the width are exact."""
+    holes = []
+    stretches = touching_runs(intervals)
+    for k, (i, j) in enumerate(stretches):
+        if not failing(intervals[i].status) or k == 0 or k + 1 == len(stretches):
+            continue
+        below, above = intervals[stretches[k - 1][1]], intervals[stretches[k + 1][0]]
+        if (
+            below.status == "ok"
+            and above.status == "ok"
+            and _touch(below, intervals[i])
+            and _touch(intervals[j], above)
+        ):
+            last = intervals[j].hi
+            assert last is not None
+            holes.append(
+                {
+                    "first_fail_byte": intervals[i].lo,
+                    "last_fail_byte": last,
+                    "width": last - intervals[i].lo + 1,
+                    "intervals": j - i + 1,
+                    # the runs that prove it: the ok run just below, the failing runs at
+                    # its two ends, the ok run just above
+                    "run_ids": {
+                        "ok_below": below.run_id,
+                        "first_fail": intervals[i].run_id,
+                        "last_fail": intervals[j].run_id,
+                        "ok_above": above.run_id,
+                    },
+                }
+            )
+    return holes
+
+
+# -- rows ------------------------------------------------------------------------------------
+def interval_from_row(row: dict[str, Any]) -> Interval:
+    hi: Any = row.get("same_hi")
+    overhead: Any = row.get("overhead")
+    return Interval(
+        lo=int(row["same_lo"]),
+        hi=None if missing(hi) else int(hi),
+        status=str(row["status"]),
+        overhead=None if missing(overhead) else float(overhead),
+        run_id=row.get("run_id"),
+    )
+
+
+# -- edges ---------------------------------------------------------------------------------
+Probe = Callable[[int], Interval]
+
+
+def bisect_edge(below: Interval, above: Interval, probe: Probe) -> list[tuple[Interval, Interval]]:
+    """Exact edges between two intervals of different statuses, `below` under `above` with a
+    gap between them. Probing m in the gap returns m's interval M (inside the gap, since
+    executions do not overlap); M replaces the side whose status it shares, so the gap
+    shrinks every step. A third status (thrashed between ok and oom) means an edge on each
+    side of M: both are pursued. Iterative, so a long chain cannot exhaust the stack."""
+    edges: list[tuple[Interval, Interval]] = []
+    pending = [(below, above)]
+    while pending:
+        a, b = pending.pop()
+        assert a.hi is not None
+        if a.hi + 1 == b.lo:
+            if a.status != b.status:
+                edges.append((a, b))
+            continue
+        m = (a.hi + 1 + b.lo - 1) // 2
+        found = probe(m)
+        if not found.contains(m) or found.lo <= a.hi or found.hi is None or found.hi >= b.lo:
+            raise RuntimeError(
+                f"budget {m} gave interval [{found.lo}, {found.hi}] outside the gap "
+                f"[{a.hi + 1}, {b.lo - 1}]: the intervals are inconsistent"
+            )
+        if found.status == a.status:
+            pending.append((found, b))
+        elif found.status == b.status:
+            pending.append((a, found))
+        else:
+            pending.append((found, b))
+            pending.append((a, found))
+    return sorted(edges, key=lambda e: e[0].lo)
+
+
+def find_edges(
+    intervals: Sequence[Interval], probe: Probe
+) -> tuple[list[tuple[Interval, Interval]], int]:
+    """Every exact edge between neighbouring known intervals (sorted, disjoint) of different
+    statuses: touching pairs as they are, gaps bisected with `probe`. Returns the edges and
+    how many gaps were bisected."""
+    edges: list[tuple[Interval, Interval]] = []
+    bisected = 0
+    for a, b in zip(intervals, intervals[1:], strict=False):
+        if a.status == b.status:
+            continue
+        if _touch(a, b):
+            edges.append((a, b))
+        else:
+            bisected += 1
+            edges.extend(bisect_edge(a, b, probe))
+    return edges, bisected

@@ -1,0 +1,104 @@
+"""Launching and cancelling: the optional access token (app/access.py) and the limit on
+waiting jobs (app/jobs.py), in process over a real store and jobs table. The same through a
+real browser is in tests/test_browser.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.access import TOKEN_ENV, token_problem
+from app.jobs import MAX_QUEUED_ENV, JobStore, QueueFull, max_queued
+from app.server import create_app
+from engine.landscape.store import Store
+from engine.sim.simulate import run_point
+
+SPEC = {"kind": "run", "trace": "synthetic-mlp", "policy": "DTR", "cap": 60.0, "ratio": 0.5}
+FORM = {"trace": "synthetic-mlp", "mode": "ratio", "value": "0.45", "policy": "DTR"}
+
+
+def test_no_token_set_means_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    assert token_problem(None) is None and token_problem("anything") is None
+
+
+def test_token_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TOKEN_ENV, "s3cret-\u00e9")
+    assert "needs its access token" in (token_problem(None) or "")
+    assert "needs its access token" in (token_problem("") or "")
+    assert token_problem("s3cret") == "Wrong access token."
+    assert token_problem("s3cret-\u00e9x") == "Wrong access token."
+    assert token_problem("s3cret-\u00e9") is None
+
+
+def test_queue_limit_counts_waiting_jobs_only(tmp_path: Path) -> None:
+    jobs = JobStore.beside(tmp_path / "landscape.duckdb")
+    first = jobs.submit(SPEC, "a", max_queued=2)
+    jobs.submit(SPEC, "b", max_queued=2)
+    with pytest.raises(QueueFull) as refused:
+        jobs.submit(SPEC, "c", max_queued=2)
+    assert str(refused.value) == "2 jobs are already waiting (limit 2); wait or cancel one."
+    assert jobs.count() == 2
+    assert jobs.start(first, 1)  # a running job no longer waits
+    jobs.submit(SPEC, "c", max_queued=2)
+    assert jobs.count() == 3
+    jobs.submit(SPEC, "seed", max_queued=None)  # the runner's seeding has no limit
+    assert jobs.count() == 4
+
+
+def test_max_queued_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_QUEUED_ENV, raising=False)
+    assert max_queued() == 20
+    monkeypatch.setenv(MAX_QUEUED_ENV, "3")
+    assert max_queued() == 3
+    monkeypatch.setenv(MAX_QUEUED_ENV, "many")
+    assert max_queued() == 20
+
+
+@pytest.fixture
+def page_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> JobStore:
+    """A store with runs, its jobs table, a token and a limit of two waiting jobs; the app
+    built (the pages register then). No runner: queued jobs stay queued."""
+    db = tmp_path / "landscape.duckdb"
+    Store.open(db).add_runs([run_point("synthetic-mlp", ratio=0.5)], source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
+    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
+    monkeypatch.setenv(TOKEN_ENV, "letmein")
+    monkeypatch.setenv(MAX_QUEUED_ENV, "2")
+    create_app()
+    return JobStore.beside(db)
+
+
+def _text(component: object) -> str:
+    return json.dumps(component.to_plotly_json(), default=str)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("token", "words"), [(None, "needs its access token"), ("x", "Wrong")])
+def test_launch_without_the_token_launches_nothing(
+    page_env: JobStore, token: str | None, words: str
+) -> None:
+    from app.pages.trace import submit
+
+    shown = _text(submit(FORM, token))
+    assert words in shown and "Nothing was launched." in shown and '"error"' in shown
+    assert page_env.count() == 0
+
+
+def test_launch_beyond_the_queue_limit_is_refused(page_env: JobStore) -> None:
+    from app.pages.trace import submit
+
+    page_env.submit(SPEC, "waiting 1")
+    page_env.submit(SPEC, "waiting 2")
+    shown = _text(submit(FORM, "letmein"))
+    assert "2 jobs are already waiting (limit 2); wait or cancel one." in shown
+    assert page_env.count() == 2
+
+
+def test_the_token_field_is_shown_only_when_a_token_is_set() -> None:
+    from app.components.launch_form import token_field
+
+    field = token_field("t", required=True)
+    assert not field.hidden and field.children[1].type == "password"  # type: ignore[index]
+    assert token_field("t", required=False).hidden
