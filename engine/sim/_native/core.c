@@ -91,24 +91,28 @@ typedef struct {
     int32_t fs_top, und_top;
     /* walks only (see "trajectories" below): the state hash, and the open segment's sums */
     uint64_t h1, h2;
-    int32_t seg_open; /* the boundary (step index) that opened the current segment, or -1 */
+    int64_t n_points; /* points of this run's trajectory passed so far */
+    int32_t seg_open; /* 1: the segment of point n_points - 1 is open */
     int64_t seg_evictions, seg_policy_evictions, seg_remats, seg_evals; /* counters at its start */
     int64_t seg_max_memory, seg_max_pinned, seg_depth_at_max_pinned, seg_max_depth;
     int64_t seg_fits_max, seg_exceeds_min;
 } Scalars;
 
-/* One segment of a run's trajectory: from the boundary before a COMPUTE step (or the trace's
-   start) to the next one. What a run that merges here takes over from the trajectory. */
+/* One point of a run's trajectory, and the segment from it to the next point. Points are the
+   boundaries before each COMPUTE step (frames empty) and the completions of computations
+   inside a materialization (mid-cascade). What a run that merges at a point takes over. */
 typedef struct {
-    uint64_t h1, h2;   /* the state hash at the segment's opening boundary */
+    int32_t step, boundary; /* boundary: before COMPUTE step `step`, a jump target */
+    int64_t clock;
+    uint64_t h1, h2;   /* the whole state's hash at the point */
     uint64_t ah1, ah2; /* the arena's part of it */
-    /* the scalars at the opening boundary (what a jump to it sets) */
-    int64_t clock, memory, pool_bytes, model_compute, remat_compute, operators;
+    /* the scalars at a boundary (what a jump to it sets) */
+    int64_t memory, pool_bytes, model_compute, remat_compute, operators;
     int32_t pool_head, pool_tail, pool_count;
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
     Py_ssize_t log_off, log_len; /* the arena words the segment changed, with their new values */
-} Segment;
+} Point;
 
 /* per-storage and per-tensor arrays inside the arena, as offsets */
 typedef struct {
@@ -193,16 +197,19 @@ typedef struct {
     Snapshot *snaps;
     Py_ssize_t n_snaps, snaps_cap, max_snaps, snaps_dropped, snaps_taken;
     Events ev;
-    /* trajectories (walks): the last run's segments, indexed by opening boundary step */
+    /* trajectories (walks): the last run's points, in order; the running run's own points
+       (from own_from on) until it ends and they are spliced in */
     int tracking, verify_hash, merging, resuming, traj_valid, merged;
-    Segment *traj;
-    int64_t *sufmin;   /* min exceeds_min over the trajectory's segments from a boundary on */
-    int32_t traj_last; /* the opening step of the trajectory's last segment */
+    Point *pts, *own;
+    Py_ssize_t n_pts, pts_cap, n_own, own_cap, own_from, search_from, merge_at;
+    int64_t *sufmin;    /* min exceeds_min over the trajectory's segments from a point on */
+    Py_ssize_t *nextflip; /* the first segment from a point on that compares the budget */
+    Py_ssize_t *lastboundary; /* the last boundary point at or before a point */
+    Py_ssize_t aux_cap;
     int32_t traj_status, traj_has_failure;
     int64_t traj_f_operator, traj_f_request, traj_f_pinned, traj_f_depth, traj_f_value;
     int64_t traj_clock, traj_model, traj_remat, traj_operators;
     Scalars out; /* the last run's result (differs from s when the run merged) */
-    int32_t *nextflip;    /* the first boundary from here whose segment compares the budget */
     uint64_t *dirty;      /* one bit per arena word: changed in the open segment */
     Vec32 dirty_list;     /* those words */
     uint32_t *log_idx;    /* the segments' changed words (word index, new value) */
@@ -211,8 +218,7 @@ typedef struct {
     uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
     int64_t jumps, steps_jumped;
     int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
-    int64_t merges, merges_blocked, steps_skipped, boundaries_after_block, boundaries_resumed;
-    int32_t first_block;
+    int64_t merges, merges_blocked, steps_skipped, points_resumed, mid_merges;
     int64_t searches, visited, edges_seen, plain_passes;
     char error[240];
     int started;
@@ -986,19 +992,24 @@ static int restore_snapshot(Core *c) {
 
 /* ---- trajectories (walks) ------------------------------------------------------------------
    Prefix sharing starts a walk's next run where it first differs from the previous one; most
-   such runs then fall back into the previous run's exact state a few operators later (the
-   other decision is made up for at the next budget check). From there the run would replay
-   the previous run's rest, with one possible exception: a comparison whose outcome the new
-   budget flips. So every run in a walk keeps its trajectory: at each boundary (before each
-   COMPUTE step) the state hash, and per segment between boundaries what the run's record
-   needs (counter increments, maxima, the nearest compared values on each side of the
-   budget). A resumed run that reaches a boundary with the trajectory's hash there, where no
-   later comparison of the trajectory has a value the new budget flips (all its exceeding
-   values are >= the new budget, so exactly those equal to it), merges: its record is its own
-   up to the boundary plus the trajectory's segments from there, and its trajectory is the
-   previous one's from there on. The live state stays at the boundary: when the next budget's
-   first difference lies in the taken-over part, its run restarts from there (a "lazy"
-   snapshot, nothing copied) and merges again later if it can. */
+   such runs then fall back into the previous run's exact state soon after (the other
+   decision is made up for at a later budget check), often within the same cascade of
+   rebuilds. From there the run would replay the previous run's rest, with one possible
+   exception: a comparison whose outcome the new budget flips. So every run in a walk keeps
+   its trajectory, a list of points: the boundaries before each COMPUTE step and the
+   completions of computations inside a materialization. At each point it keeps the state's
+   hash, and for the segment up to the next point what the run's record needs (counter
+   increments, maxima, the nearest compared values on each side of the budget) and the arena
+   words the segment changed. A resumed run that reaches a point whose state equals a point of
+   the trajectory (same step and clock, same hash), where no later comparison of the
+   trajectory has a value the new budget flips (all its exceeding values are >= the new
+   budget, so exactly those equal to it), merges: its record is its own up to that point plus
+   the trajectory's segments from there, and its trajectory is its own points followed by the
+   previous one's from there. Where such a comparison lies ahead, a run at a boundary skips
+   to the last boundary before it, applying the segments' changed words (a jump): up to
+   there it is the previous run. After a merge the live state stays at the point: when the
+   next budget's first difference lies in the taken-over part, its run restarts from there
+   (a "lazy" snapshot, nothing copied). */
 enum { ST_MERGED = 6, ST_JUMPED = 7 };
 
 static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
@@ -1026,24 +1037,37 @@ static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
     *h2 = got2;
 }
 
-/* The arena's hash plus the scalars that decide what happens next. */
-static void boundary_hash(Core *c, uint64_t *o1, uint64_t *o2) {
+static inline void chain(uint64_t *x1, uint64_t *x2, uint64_t v, uint64_t i) {
+    *x1 = mix64(*x1 ^ (v + 0x9e3779b97f4a7c15ULL * (i + 1)));
+    *x2 = mix64(*x2 + (v ^ (0xd6e8feb86659fd93ULL * (i + 1))));
+}
+
+/* The whole state's hash: the arena's, the scalars that decide what happens next, and
+   mid-cascade the stack of materializations in progress. */
+static void point_hash(Core *c, uint64_t *o1, uint64_t *o2) {
     const Scalars *s = &c->s;
-    int64_t v[10] = {s->clock,         s->memory,    s->pool_bytes, s->model_compute,
-                     s->remat_compute, s->operators, s->pool_head,  s->pool_tail,
-                     s->pool_count,    s->step};
+    int64_t v[14] = {s->clock,      s->memory,     s->pool_bytes, s->model_compute, s->remat_compute,
+                     s->operators,  s->pool_head,  s->pool_tail,  s->pool_count,    s->step,
+                     s->mat_active, s->fs_top,     s->und_top,    s->depth};
     uint64_t x1 = s->h1, x2 = s->h2;
-    for (int i = 0; i < 10; i++) {
-        x1 = mix64(x1 ^ ((uint64_t)v[i] + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)));
-        x2 = mix64(x2 + ((uint64_t)v[i] ^ (0xd6e8feb86659fd93ULL * (uint64_t)(i + 1))));
+    for (int i = 0; i < 14; i++) chain(&x1, &x2, (uint64_t)v[i], (uint64_t)i);
+    for (int32_t i = 0; i < s->fs_top; i++) {
+        const Frame *f = &c->frames[i];
+        uint64_t packed = (uint64_t)(uint32_t)f->t | ((uint64_t)(uint8_t)f->remat << 32) |
+                          ((uint64_t)(uint8_t)f->phase << 40) |
+                          ((uint64_t)(uint8_t)f->returning << 48);
+        chain(&x1, &x2, packed, 20);
+        chain(&x1, &x2, (uint64_t)(uint32_t)f->i | ((uint64_t)(uint32_t)f->und_len << 32), 21);
+        chain(&x1, &x2, (uint64_t)(uint32_t)f->und_off, 22);
     }
+    for (int32_t i = 0; i < s->und_top; i++) chain(&x1, &x2, (uint64_t)(uint32_t)c->und.items[i], 23);
     *o1 = x1;
     *o2 = x2;
 }
 
-static void open_segment(Core *c, int32_t step) {
+static void open_segment(Core *c) {
     Scalars *s = &c->s;
-    s->seg_open = step;
+    s->seg_open = 1;
     s->seg_evictions = s->evictions;
     s->seg_policy_evictions = s->policy_evictions;
     s->seg_remats = s->rematerializations;
@@ -1071,26 +1095,28 @@ static int log_reserve(Core *c, Py_ssize_t need) {
 }
 
 /* The log is append-only: a run rewrites the segments it executes, and what the previous run
-   had logged for them becomes garbage. Compact (into fresh arrays: the segments' entries are
+   had logged for them becomes garbage. Compact (into fresh arrays: the points' entries are
    not in log order) when the garbage outweighs the live part. */
-static int compact_log(Core *c) {
-    if (c->log_len < 2 * c->log_live + (1 << 16)) return 0;
-    Py_ssize_t cap = c->log_live + 4096;
+static void compact_log(Core *c) {
+    Py_ssize_t live = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
+    c->log_live = live;
+    if (c->log_len < 2 * live + (1 << 16)) return;
+    Py_ssize_t cap = live + 4096;
     uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
     uint64_t *val = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * cap);
     if (!idx || !val) { /* keep the old log: compaction is only an economy */
         PyMem_Free(idx);
         PyMem_Free(val);
-        return 0;
+        return;
     }
     Py_ssize_t at = 0;
-    for (int32_t j = 0; j <= c->traj_last; j++) {
-        if (c->step_kind[j] != K_COMPUTE) continue;
-        Segment *g = &c->traj[j];
-        memcpy(idx + at, c->log_idx + g->log_off, sizeof(uint32_t) * g->log_len);
-        memcpy(val + at, c->log_val + g->log_off, sizeof(uint64_t) * g->log_len);
-        g->log_off = at;
-        at += g->log_len;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        Point *p = &c->pts[i];
+        memcpy(idx + at, c->log_idx + p->log_off, sizeof(uint32_t) * p->log_len);
+        memcpy(val + at, c->log_val + p->log_off, sizeof(uint64_t) * p->log_len);
+        p->log_off = at;
+        at += p->log_len;
     }
     PyMem_Free(c->log_idx);
     PyMem_Free(c->log_val);
@@ -1098,13 +1124,12 @@ static int compact_log(Core *c) {
     c->log_val = val;
     c->log_len = at;
     c->log_cap = cap;
-    c->log_live = at;
-    return 0;
 }
 
+/* The open segment ends: its sums and changed words go to the run's last point. */
 static void close_segment(Core *c) {
     Scalars *s = &c->s;
-    Segment *g = &c->traj[s->seg_open];
+    Point *g = &c->own[c->n_own - 1];
     g->evictions = s->evictions - s->seg_evictions;
     g->policy_evictions = s->policy_evictions - s->seg_policy_evictions;
     g->remats = s->rematerializations - s->seg_remats;
@@ -1115,8 +1140,7 @@ static void close_segment(Core *c) {
     g->max_depth = s->seg_max_depth;
     g->fits_max = s->seg_fits_max;
     g->exceeds_min = s->seg_exceeds_min;
-    s->seg_open = -1;
-    /* the delta: every word the segment changed, with its value now */
+    s->seg_open = 0;
     const uint64_t *words = (const uint64_t *)c->arena;
     Py_ssize_t n = c->dirty_list.len;
     if (log_reserve(c, c->log_len + n) < 0) {
@@ -1136,8 +1160,50 @@ static void close_segment(Core *c) {
     c->dirty_list.len = 0;
 }
 
+static int own_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->own_cap) return 0;
+    Py_ssize_t cap = c->own_cap ? c->own_cap * 2 : 1024;
+    while (cap < need) cap *= 2;
+    Point *grown = (Point *)PyMem_Realloc(c->own, sizeof(Point) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->own = grown;
+    c->own_cap = cap;
+    return 0;
+}
+
+/* Append a point to the run's own list (a copy of one of the trajectory's, or the live state
+   as it is) and open its segment. */
+static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, uint64_t h2) {
+    if (own_reserve(c, c->n_own + 1) < 0) return ST_ERROR;
+    Point *p = &c->own[c->n_own++];
+    if (copy) {
+        *p = *copy;
+    } else {
+        const Scalars *s = &c->s;
+        memset(p, 0, sizeof *p);
+        p->step = s->step;
+        p->boundary = boundary;
+        p->clock = s->clock;
+        p->h1 = h1;
+        p->h2 = h2;
+        p->ah1 = s->h1;
+        p->ah2 = s->h2;
+        p->memory = s->memory;
+        p->pool_bytes = s->pool_bytes;
+        p->model_compute = s->model_compute;
+        p->remat_compute = s->remat_compute;
+        p->operators = s->operators;
+        p->pool_head = s->pool_head;
+        p->pool_tail = s->pool_tail;
+        p->pool_count = s->pool_count;
+        open_segment(c);
+    }
+    c->s.n_points++;
+    return 0;
+}
+
 /* Add a trajectory segment's sums to a run's record so far. */
-static void take_segment(Scalars *o, const Segment *g) {
+static void take_segment(Scalars *o, const Point *g) {
     o->evictions += g->evictions;
     o->policy_evictions += g->policy_evictions;
     o->rematerializations += g->remats;
@@ -1152,9 +1218,8 @@ static void take_segment(Scalars *o, const Segment *g) {
     if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
 }
 
-/* The live state becomes the trajectory's at boundary j (arena already there). */
-static void boundary_scalars(Core *c, int32_t j) {
-    const Segment *g = &c->traj[j];
+/* The live state becomes a boundary point's (its arena words already applied). */
+static void boundary_scalars(Core *c, const Point *g) {
     Scalars *s = &c->s;
     s->clock = g->clock;
     s->memory = g->memory;
@@ -1167,115 +1232,161 @@ static void boundary_scalars(Core *c, int32_t j) {
     s->pool_count = g->pool_count;
     s->h1 = g->ah1;
     s->h2 = g->ah2;
-    s->step = j;
+    s->step = g->step;
 }
 
 static int push_snapshot(Core *c, int64_t value, int lazy);
 
-/* From boundary j, in the trajectory's state, to boundary g: the segments' deltas are applied
-   to the arena and their sums added to the record. Where a segment holds an exceeding value
-   below every one this run met so far, the next runs may need to resume there: that boundary
-   is copied first (as the replay would have snapshotted inside it). */
-static int jump(Core *c, int32_t j, int32_t g) {
+/* From trajectory point m (a boundary, in its state) to boundary g: the segments' changed
+   words are applied to the arena, their sums added to the record, the points copied into the
+   run's own list. Where the segments up to the next boundary hold an exceeding value below
+   every one this run met so far, the next runs may need to resume before it: that boundary
+   is copied first, with the lowest such value (the replay would have snapshotted inside). */
+static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
     Scalars *s = &c->s;
     uint64_t *words = (uint64_t *)c->arena;
-    for (int32_t k = j; k < g; k++) {
-        if (c->step_kind[k] != K_COMPUTE) continue;
-        const Segment *seg = &c->traj[k];
-        if (seg->exceeds_min < s->exceeds_min) {
-            boundary_scalars(c, k);
-            if (push_snapshot(c, seg->exceeds_min, 0) < 0) return ST_ERROR;
+    for (Py_ssize_t k = m; k < g; k++) {
+        const Point *p = &c->pts[k];
+        if (p->boundary) {
+            int64_t low = p->exceeds_min;
+            for (Py_ssize_t q = k + 1; q < g && !c->pts[q].boundary; q++)
+                if (c->pts[q].exceeds_min < low) low = c->pts[q].exceeds_min;
+            if (low < s->exceeds_min) {
+                boundary_scalars(c, p);
+                if (push_snapshot(c, low, 0) < 0) return ST_ERROR;
+            }
         }
-        take_segment(s, seg);
-        for (Py_ssize_t i = seg->log_off; i < seg->log_off + seg->log_len; i++)
+        take_segment(s, p);
+        if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
+        for (Py_ssize_t i = p->log_off; i < p->log_off + p->log_len; i++)
             words[c->log_idx[i]] = c->log_val[i];
     }
-    boundary_scalars(c, g);
+    boundary_scalars(c, &c->pts[g]);
     c->jumps++;
-    c->steps_jumped += g - j;
+    c->steps_jumped += c->pts[g].step - c->pts[m].step;
     return ST_JUMPED;
 }
 
-/* At the boundary before COMPUTE step s.step: close the segment, merge if possible, open. */
-static int boundary(Core *c) {
-    int32_t j = c->s.step;
-    if (c->s.seg_open >= 0) close_segment(c);
+/* The trajectory's point equal to the live state, searched from the run's position on. */
+static Py_ssize_t find_point(Core *c, uint64_t h1, uint64_t h2) {
+    int32_t step = c->s.step;
+    int64_t clock = c->s.clock;
+    Py_ssize_t lo = c->search_from, hi = c->n_pts;
+    while (lo < hi) { /* points are in (step, clock) order */
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        const Point *p = &c->pts[mid];
+        if (p->step < step || (p->step == step && p->clock < clock)) lo = mid + 1;
+        else hi = mid;
+    }
+    for (Py_ssize_t i = lo; i < c->n_pts && c->pts[i].step == step && c->pts[i].clock == clock; i++)
+        if (c->pts[i].h1 == h1 && c->pts[i].h2 == h2) return i;
+    return -1;
+}
+
+/* At a point: close the segment, merge or jump if the state is the trajectory's, else record
+   the point and open its segment. */
+static int at_point(Core *c, int boundary) {
+    if (c->s.seg_open) close_segment(c);
+    if (c->dirty_failed) return ST_ERROR;
     uint64_t h1, h2;
     if (c->verify_hash) {
         full_hash(c, &h1, &h2);
         if (h1 != c->s.h1 || h2 != c->s.h2) {
             snprintf(c->error, sizeof c->error,
-                     "state hash out of date at step %d (a write bypassed the hash)", j);
+                     "state hash out of date at step %d (a write bypassed the hash)", c->s.step);
             return ST_ERROR;
         }
     }
-    if (c->dirty_failed) return ST_ERROR;
-    boundary_hash(c, &h1, &h2);
-    if (c->resuming) {
-        c->boundaries_resumed++;
-        if (c->first_block >= 0) c->boundaries_after_block++;
+    point_hash(c, &h1, &h2);
+    if (c->resuming && c->merging && c->traj_valid) {
+        c->points_resumed++;
+        Py_ssize_t m = find_point(c, h1, h2);
+        if (m >= 0) {
+            if (c->sufmin[m] > c->s.budget) {
+                c->merge_at = m;
+                return ST_MERGED;
+            }
+            /* The same state, but a later segment compares exactly the budget (and will
+               decide otherwise there): until that segment this run is the trajectory, so
+               go to the last boundary before it. */
+            c->merges_blocked++;
+            if (boundary) {
+                Py_ssize_t g = c->lastboundary[c->nextflip[m]];
+                if (g > m) return jump(c, m, g);
+            }
+        }
     }
-    if (c->resuming && c->merging && c->traj_valid && j <= c->traj_last && c->traj[j].h1 == h1 &&
-        c->traj[j].h2 == h2) {
-        if (c->sufmin[j] > c->s.budget) return ST_MERGED;
-        /* The same state, but a later segment compares exactly the budget (and will decide
-           otherwise there): until that segment this run is the trajectory, so go there. */
-        c->merges_blocked++;
-        if (c->first_block < 0) c->first_block = j;
-        int32_t g = c->nextflip[j];
-        if (g > j) return jump(c, j, g);
-    }
-    Segment *seg = &c->traj[j];
-    const Scalars *s = &c->s;
-    seg->h1 = h1;
-    seg->h2 = h2;
-    seg->ah1 = s->h1;
-    seg->ah2 = s->h2;
-    seg->clock = s->clock;
-    seg->memory = s->memory;
-    seg->pool_bytes = s->pool_bytes;
-    seg->model_compute = s->model_compute;
-    seg->remat_compute = s->remat_compute;
-    seg->operators = s->operators;
-    seg->pool_head = s->pool_head;
-    seg->pool_tail = s->pool_tail;
-    seg->pool_count = s->pool_count;
-    open_segment(c, j);
+    return append_point(c, NULL, boundary, h1, h2);
+}
+
+static int pts_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->pts_cap) return 0;
+    Py_ssize_t cap = c->pts_cap ? c->pts_cap * 2 : 1024;
+    while (cap < need) cap *= 2;
+    Point *grown = (Point *)PyMem_Realloc(c->pts, sizeof(Point) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->pts = grown;
+    c->pts_cap = cap;
     return 0;
 }
 
-/* The trajectory's min exceeding value from each boundary on (the resumed run's budget is the
-   trajectory's overall min: a later comparison at exactly that value flips). */
-static void suffix_minima(Core *c) {
-    int64_t m = INT64_MAX;
-    int32_t flip = -1;
-    for (int32_t j = c->traj_last; j >= 0; j--) {
-        if (c->step_kind[j] == K_COMPUTE) {
-            if (c->traj[j].exceeds_min < m) m = c->traj[j].exceeds_min;
-            if (c->traj[j].exceeds_min == c->s.budget) flip = j;
-        }
-        c->sufmin[j] = m;
-        c->nextflip[j] = flip;
-    }
+/* The run's trajectory: the shared prefix, its own points, and (merged) the taken-over rest. */
+static int splice(Core *c, Py_ssize_t tail_from) {
+    Py_ssize_t tail = tail_from >= 0 ? c->n_pts - tail_from : 0;
+    Py_ssize_t at = c->own_from + c->n_own;
+    if (pts_reserve(c, at + tail + 1) < 0) return -1;
+    if (tail) memmove(c->pts + at, c->pts + tail_from, sizeof(Point) * tail);
+    memcpy(c->pts + c->own_from, c->own, sizeof(Point) * c->n_own);
+    c->n_pts = at + tail;
+    c->n_own = 0;
+    compact_log(c);
+    return 0;
 }
 
-static void live_log(Core *c) {
-    Py_ssize_t live = 0;
-    for (int32_t j = 0; j <= c->traj_last; j++)
-        if (c->step_kind[j] == K_COMPUTE) live += c->traj[j].log_len;
-    c->log_live = live;
-    compact_log(c);
+/* For a resumed run over the trajectory: from each point, the min exceeding value ahead, the
+   first segment comparing the budget, and the last boundary. */
+static int suffix_minima(Core *c) {
+    if (c->n_pts + 1 > c->aux_cap) {
+        Py_ssize_t cap = 2 * (c->n_pts + 1);
+        PyMem_Free(c->sufmin);
+        PyMem_Free(c->nextflip);
+        PyMem_Free(c->lastboundary);
+        c->sufmin = (int64_t *)PyMem_Malloc(sizeof(int64_t) * cap);
+        c->nextflip = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * cap);
+        c->lastboundary = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * cap);
+        c->aux_cap = cap;
+        if (!c->sufmin || !c->nextflip || !c->lastboundary) {
+            c->aux_cap = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    Py_ssize_t last = -1;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        if (c->pts[i].boundary) last = i;
+        c->lastboundary[i] = last;
+    }
+    int64_t m = INT64_MAX;
+    Py_ssize_t flip = -1;
+    for (Py_ssize_t i = c->n_pts - 1; i >= 0; i--) {
+        const Point *p = &c->pts[i];
+        if (p->exceeds_min < m) m = p->exceeds_min;
+        if (p->exceeds_min == c->s.budget) flip = i;
+        c->sufmin[i] = m;
+        c->nextflip[i] = flip;
+    }
+    return 0;
 }
 
 /* A run that ended on its own: its trajectory is complete. */
-static void end_trajectory(Core *c, int status) {
+static int end_trajectory(Core *c, int status) {
     Scalars *s = &c->s;
     if (status != ST_OK && status != ST_OOM && status != ST_THRASHED) {
         c->traj_valid = 0;
-        return;
+        return 0;
     }
-    c->traj_last = s->seg_open;
-    if (s->seg_open >= 0) close_segment(c);
+    if (s->seg_open) close_segment(c);
+    if (splice(c, -1) < 0) return -1;
     c->traj_status = status;
     c->traj_has_failure = s->has_failure && status == ST_OOM;
     c->traj_f_operator = s->f_operator;
@@ -1287,17 +1398,16 @@ static void end_trajectory(Core *c, int status) {
     c->traj_model = s->model_compute;
     c->traj_remat = s->remat_compute;
     c->traj_operators = s->operators;
-    c->traj_valid = 1;
-    live_log(c);
+    c->traj_valid = !c->dirty_failed;
+    return 0;
 }
 
-/* The run merged at the boundary before step s.step: its record takes the trajectory's rest. */
+/* The run's state is the trajectory's at point merge_at: its record takes the rest over. */
 static int merge(Core *c) {
     Scalars *o = &c->out;
     *o = c->s;
-    int32_t k = c->s.step;
-    for (int32_t j = k; j <= c->traj_last; j++)
-        if (c->step_kind[j] == K_COMPUTE) take_segment(o, &c->traj[j]);
+    Py_ssize_t m = c->merge_at;
+    for (Py_ssize_t j = m; j < c->n_pts; j++) take_segment(o, &c->pts[j]);
     o->clock = c->traj_clock;
     o->model_compute = c->traj_model;
     o->remat_compute = c->traj_remat;
@@ -1315,8 +1425,11 @@ static int merge(Core *c) {
     }
     c->merged = 1;
     c->merges++;
-    live_log(c);
-    c->steps_skipped += c->n_steps - k;
+    if (c->s.mat_active) c->mid_merges++;
+    c->steps_skipped += c->n_steps - c->s.step;
+    /* the trajectory becomes this run's: the live state is its point at own_from + n_own */
+    c->s.n_points = c->own_from + c->n_own;
+    if (splice(c, m) < 0) return ST_ERROR;
     if (o->exceeds_min < c->s.exceeds_min) {
         /* the next budget first differs in the taken-over part: restart from here */
         if (push_snapshot(c, o->exceeds_min, 1) < 0) return ST_ERROR;
@@ -1503,6 +1616,10 @@ static int materialize(Core *c) {
         c->s.und_top = f->und_off;
         c->s.fs_top--;
         c->s.depth--;
+        if (c->tracking && c->s.fs_top > 0) { /* a point mid-cascade */
+            int r = at_point(c, 0);
+            if (r) return r;
+        }
     }
     return 0;
 }
@@ -1571,7 +1688,7 @@ static int run_on(Core *c) {
             int32_t x = c->step_arg[c->s.step];
             if (kind == K_COMPUTE) {
                 if (c->tracking) {
-                    int r = boundary(c);
+                    int r = at_point(c, 1);
                     if (r == ST_JUMPED) continue; /* now at a later boundary */
                     if (r) return r;
                 }
@@ -1608,15 +1725,18 @@ static int run_on(Core *c) {
 }
 
 static int run_to_end(Core *c) {
-    int status = run_on(c);
     c->merged = 0;
+    int status = 0;
+    if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
+        status = at_point(c, 0);
+    if (!status) status = run_on(c);
     if (status == ST_MERGED) return merge(c);
     c->s.status = status;
     if (status == ST_OOM && c->s.f_pinned > c->s.peak_pinned) {
         c->s.peak_pinned = c->s.f_pinned;
         c->s.depth_at_peak_pinned = c->s.f_depth;
     }
-    if (c->tracking) end_trajectory(c, status);
+    if (c->tracking && end_trajectory(c, status) < 0) return ST_ERROR;
     c->out = c->s;
     return status;
 }
@@ -1653,7 +1773,8 @@ static void Core_dealloc(Core *c) {
                      c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
-                     c->slot[1], c->clo, c->bases, c->traj, c->sufmin, c->nextflip,
+                     c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
+                     c->lastboundary,
                      c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
@@ -1946,13 +2067,10 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     }
     c->shared_search = shared_search;
     if (c->tracking) {
-        c->traj = (Segment *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(Segment));
-        c->sufmin = (int64_t *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(int64_t));
-        c->nextflip = (int32_t *)PyMem_Calloc((size_t)c->n_steps + 1, sizeof(int32_t));
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
         c->row_old[1] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
-        if (!c->traj || !c->sufmin || !c->nextflip || !c->dirty || !c->row_old[0] ||
+        if (!c->dirty || !c->row_old[0] ||
             !c->row_old[1] || vec_reserve(&c->dirty_list, 1024) < 0) {
             PyErr_NoMemory();
             return -1;
@@ -1976,8 +2094,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->s.exceeds_min = INT64_MAX;
     c->s.pool_head = c->s.pool_tail = -1;
     c->s.status = ST_RUNNING;
-    c->s.seg_open = -1;
-    c->traj_last = -1;
+    c->s.seg_open = 0;
     if (reserve_frames(c, 64) < 0 || vec_reserve(&c->und, 256) < 0) return -1;
     return 0;
 }
@@ -1999,6 +2116,8 @@ static PyObject *Core_run(Core *c, PyObject *unused) {
     }
     if (c->time_limit > 0) c->deadline = now_s() + c->time_limit;
     c->resuming = 0;
+    c->own_from = 0;
+    c->n_own = 0;
     if (c->tracking) full_hash(c, &c->s.h1, &c->s.h2);
     return status_result(c, run_to_end(c));
 }
@@ -2013,8 +2132,20 @@ static PyObject *Core_resume(Core *c, PyObject *unused) {
     c->s.status = ST_RUNNING;
     c->resumed_operator = (int32_t)c->s.operators;
     c->resuming = 1;
-    c->first_block = -1;
-    if (c->traj_valid) suffix_minima(c);
+    c->n_own = 0;
+    if (c->tracking) {
+        if (c->s.seg_open) { /* inside the segment of point n_points - 1: rewrite that point */
+            c->own_from = c->s.n_points - 1;
+            if (own_reserve(c, 1) < 0) return NULL;
+            c->own[0] = c->pts[c->own_from];
+            c->n_own = 1;
+            c->search_from = c->own_from + 1;
+        } else { /* at a point not recorded yet (after a merge or in a jump) */
+            c->own_from = c->s.n_points;
+            c->search_from = c->own_from;
+        }
+        if (c->traj_valid && suffix_minima(c) < 0) return NULL;
+    }
     return status_result(c, run_to_end(c));
 }
 
@@ -2057,9 +2188,9 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
                          c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
                          c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
                          (long long)c->merges, "steps_skipped", (long long)c->steps_skipped,
-                         "merges_blocked", (long long)c->merges_blocked, "boundaries_resumed",
-                         (long long)c->boundaries_resumed, "boundaries_after_block",
-                         (long long)c->boundaries_after_block, "jumps", (long long)c->jumps,
+                         "merges_blocked", (long long)c->merges_blocked, "points_resumed",
+                         (long long)c->points_resumed, "mid_cascade_merges",
+                         (long long)c->mid_merges, "jumps", (long long)c->jumps,
                          "steps_jumped", (long long)c->steps_jumped, "log_words",
                          (Py_ssize_t)c->log_len);
 }
