@@ -102,13 +102,14 @@ typedef struct {
    boundaries before each COMPUTE step (frames empty) and the completions of computations
    inside a materialization (mid-cascade). What a run that merges at a point takes over. */
 typedef struct {
-    int32_t step, boundary; /* boundary: before COMPUTE step `step`, a jump target */
+    int32_t step, boundary; /* boundary: before COMPUTE step `step` (frames empty) */
     int64_t clock;
     uint64_t h1, h2;   /* the whole state's hash at the point */
     uint64_t ah1, ah2; /* the arena's part of it */
-    /* the scalars at a boundary (what a jump to it sets) */
-    int64_t memory, pool_bytes, model_compute, remat_compute, operators;
-    int32_t pool_head, pool_tail, pool_count;
+    /* the scalars at the point (what a jump to it sets), and where its frame stack is kept */
+    int64_t memory, pool_bytes, model_compute, remat_compute, operators, depth;
+    int32_t pool_head, pool_tail, pool_count, mat_active, fs_top, und_top;
+    Py_ssize_t fr_off, und_off;
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
     Py_ssize_t log_off, log_len; /* the arena words the segment changed, with their new values */
@@ -204,7 +205,6 @@ typedef struct {
     Py_ssize_t n_pts, pts_cap, n_own, own_cap, own_from, search_from, merge_at;
     int64_t *sufmin;    /* min exceeds_min over the trajectory's segments from a point on */
     Py_ssize_t *nextflip; /* the first segment from a point on that compares the budget */
-    Py_ssize_t *lastboundary; /* the last boundary point at or before a point */
     Py_ssize_t aux_cap;
     int32_t traj_status, traj_has_failure;
     int64_t traj_f_operator, traj_f_request, traj_f_pinned, traj_f_depth, traj_f_value;
@@ -215,6 +215,9 @@ typedef struct {
     uint32_t *log_idx;    /* the segments' changed words (word index, new value) */
     uint64_t *log_val;
     Py_ssize_t log_len, log_cap, log_live;
+    Frame *fr_log;        /* the points' frame stacks (mid-cascade), and their und lists */
+    int32_t *ul_log;
+    Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
     uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
     int64_t jumps, steps_jumped;
     int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
@@ -1097,7 +1100,42 @@ static int log_reserve(Core *c, Py_ssize_t need) {
 /* The log is append-only: a run rewrites the segments it executes, and what the previous run
    had logged for them becomes garbage. Compact (into fresh arrays: the points' entries are
    not in log order) when the garbage outweighs the live part. */
+static void compact_frames(Core *c) {
+    Py_ssize_t frames = 0, und = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        frames += c->pts[i].fs_top;
+        und += c->pts[i].und_top;
+    }
+    if (c->fr_len < 2 * frames + 4096 && c->ul_len < 2 * und + 4096) return;
+    Frame *fr = (Frame *)PyMem_Malloc(sizeof(Frame) * (frames + 1024));
+    int32_t *ul = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (und + 1024));
+    if (!fr || !ul) {
+        PyMem_Free(fr);
+        PyMem_Free(ul);
+        return;
+    }
+    Py_ssize_t fa = 0, ua = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        Point *p = &c->pts[i];
+        memcpy(fr + fa, c->fr_log + p->fr_off, sizeof(Frame) * p->fs_top);
+        memcpy(ul + ua, c->ul_log + p->und_off, sizeof(int32_t) * p->und_top);
+        p->fr_off = fa;
+        p->und_off = ua;
+        fa += p->fs_top;
+        ua += p->und_top;
+    }
+    PyMem_Free(c->fr_log);
+    PyMem_Free(c->ul_log);
+    c->fr_log = fr;
+    c->ul_log = ul;
+    c->fr_len = fa;
+    c->fr_cap = frames + 1024;
+    c->ul_len = ua;
+    c->ul_cap = und + 1024;
+}
+
 static void compact_log(Core *c) {
+    compact_frames(c);
     Py_ssize_t live = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
     c->log_live = live;
@@ -1196,6 +1234,33 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
         p->pool_head = s->pool_head;
         p->pool_tail = s->pool_tail;
         p->pool_count = s->pool_count;
+        p->depth = s->depth;
+        p->mat_active = s->mat_active;
+        p->fs_top = s->fs_top;
+        p->und_top = s->und_top;
+        /* mid-cascade, the frame stack too (a jump to this point restores it) */
+        if (s->fs_top > c->fr_cap - c->fr_len) {
+            Py_ssize_t cap = c->fr_cap ? c->fr_cap : 4096;
+            while (cap < c->fr_len + s->fs_top) cap *= 2;
+            Frame *grown = (Frame *)PyMem_Realloc(c->fr_log, sizeof(Frame) * cap);
+            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
+            c->fr_log = grown;
+            c->fr_cap = cap;
+        }
+        if (s->und_top > c->ul_cap - c->ul_len) {
+            Py_ssize_t cap = c->ul_cap ? c->ul_cap : 4096;
+            while (cap < c->ul_len + s->und_top) cap *= 2;
+            int32_t *grown = (int32_t *)PyMem_Realloc(c->ul_log, sizeof(int32_t) * cap);
+            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
+            c->ul_log = grown;
+            c->ul_cap = cap;
+        }
+        p->fr_off = c->fr_len;
+        p->und_off = c->ul_len;
+        memcpy(c->fr_log + c->fr_len, c->frames, sizeof(Frame) * s->fs_top);
+        memcpy(c->ul_log + c->ul_len, c->und.items, sizeof(int32_t) * s->und_top);
+        c->fr_len += s->fs_top;
+        c->ul_len += s->und_top;
         open_segment(c);
     }
     c->s.n_points++;
@@ -1218,9 +1283,18 @@ static void take_segment(Scalars *o, const Point *g) {
     if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
 }
 
-/* The live state becomes a boundary point's (its arena words already applied). */
-static void boundary_scalars(Core *c, const Point *g) {
+/* The live state becomes a point's (its arena words already applied). */
+static int point_state(Core *c, const Point *g) {
     Scalars *s = &c->s;
+    if (reserve_frames(c, g->fs_top + 1) < 0 || vec_reserve(&c->und, g->und_top + 1) < 0)
+        return -1;
+    memcpy(c->frames, c->fr_log + g->fr_off, sizeof(Frame) * g->fs_top);
+    memcpy(c->und.items, c->ul_log + g->und_off, sizeof(int32_t) * g->und_top);
+    c->und.len = g->und_top;
+    s->fs_top = g->fs_top;
+    s->und_top = g->und_top;
+    s->mat_active = g->mat_active;
+    s->depth = g->depth;
     s->clock = g->clock;
     s->memory = g->memory;
     s->pool_bytes = g->pool_bytes;
@@ -1233,35 +1307,31 @@ static void boundary_scalars(Core *c, const Point *g) {
     s->h1 = g->ah1;
     s->h2 = g->ah2;
     s->step = g->step;
+    return 0;
 }
 
 static int push_snapshot(Core *c, int64_t value, int lazy);
 
-/* From trajectory point m (a boundary, in its state) to boundary g: the segments' changed
-   words are applied to the arena, their sums added to the record, the points copied into the
-   run's own list. Where the segments up to the next boundary hold an exceeding value below
-   every one this run met so far, the next runs may need to resume before it: that boundary
-   is copied first, with the lowest such value (the replay would have snapshotted inside). */
+/* From trajectory point m (in its state) to point g: the segments' changed words are applied
+   to the arena, their sums added to the record, the points copied into the run's own list,
+   and the state becomes g's. Where a segment holds an exceeding value below every one this
+   run met so far, the next runs may need to resume there: the state at the segment's start
+   is copied first (the replay would have snapshotted inside the segment). */
 static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
     Scalars *s = &c->s;
     uint64_t *words = (uint64_t *)c->arena;
     for (Py_ssize_t k = m; k < g; k++) {
         const Point *p = &c->pts[k];
-        if (p->boundary) {
-            int64_t low = p->exceeds_min;
-            for (Py_ssize_t q = k + 1; q < g && !c->pts[q].boundary; q++)
-                if (c->pts[q].exceeds_min < low) low = c->pts[q].exceeds_min;
-            if (low < s->exceeds_min) {
-                boundary_scalars(c, p);
-                if (push_snapshot(c, low, 0) < 0) return ST_ERROR;
-            }
+        if (p->exceeds_min < s->exceeds_min) {
+            if (point_state(c, p) < 0) return ST_ERROR;
+            if (push_snapshot(c, p->exceeds_min, 0) < 0) return ST_ERROR;
         }
         take_segment(s, p);
         if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
         for (Py_ssize_t i = p->log_off; i < p->log_off + p->log_len; i++)
             words[c->log_idx[i]] = c->log_val[i];
     }
-    boundary_scalars(c, &c->pts[g]);
+    if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
     c->jumps++;
     c->steps_jumped += c->pts[g].step - c->pts[m].step;
     return ST_JUMPED;
@@ -1308,12 +1378,10 @@ static int at_point(Core *c, int boundary) {
             }
             /* The same state, but a later segment compares exactly the budget (and will
                decide otherwise there): until that segment this run is the trajectory, so
-               go to the last boundary before it. */
+               go to its start. */
             c->merges_blocked++;
-            if (boundary) {
-                Py_ssize_t g = c->lastboundary[c->nextflip[m]];
-                if (g > m) return jump(c, m, g);
-            }
+            Py_ssize_t g = c->nextflip[m];
+            if (g > m) return jump(c, m, g);
         }
     }
     return append_point(c, NULL, boundary, h1, h2);
@@ -1343,28 +1411,21 @@ static int splice(Core *c, Py_ssize_t tail_from) {
     return 0;
 }
 
-/* For a resumed run over the trajectory: from each point, the min exceeding value ahead, the
-   first segment comparing the budget, and the last boundary. */
+/* For a resumed run over the trajectory: from each point, the min exceeding value ahead and
+   the first segment comparing the budget. */
 static int suffix_minima(Core *c) {
     if (c->n_pts + 1 > c->aux_cap) {
         Py_ssize_t cap = 2 * (c->n_pts + 1);
         PyMem_Free(c->sufmin);
         PyMem_Free(c->nextflip);
-        PyMem_Free(c->lastboundary);
         c->sufmin = (int64_t *)PyMem_Malloc(sizeof(int64_t) * cap);
         c->nextflip = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * cap);
-        c->lastboundary = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * cap);
         c->aux_cap = cap;
-        if (!c->sufmin || !c->nextflip || !c->lastboundary) {
+        if (!c->sufmin || !c->nextflip) {
             c->aux_cap = 0;
             PyErr_NoMemory();
             return -1;
         }
-    }
-    Py_ssize_t last = -1;
-    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
-        if (c->pts[i].boundary) last = i;
-        c->lastboundary[i] = last;
     }
     int64_t m = INT64_MAX;
     Py_ssize_t flip = -1;
@@ -1679,6 +1740,17 @@ static int finish_step(Core *c) {
     return 0;
 }
 
+/* After a jump the state is a trajectory point's: mid-cascade, that point is recorded here
+   (at a boundary, run_on's next COMPUTE step does it). ST_JUMPED: go on from there. */
+static int settle(Core *c, int r) {
+    while (r == ST_JUMPED && c->s.mat_active && c->s.fs_top > 0) {
+        int again = at_point(c, 0);
+        if (again == 0) return ST_JUMPED;
+        r = again;
+    }
+    return r;
+}
+
 /* Run from the current position to the end of the trace or a terminal status. */
 static int run_on(Core *c) {
     Arrays *a = &c->a;
@@ -1688,8 +1760,8 @@ static int run_on(Core *c) {
             int32_t x = c->step_arg[c->s.step];
             if (kind == K_COMPUTE) {
                 if (c->tracking) {
-                    int r = at_point(c, 1);
-                    if (r == ST_JUMPED) continue; /* now at a later boundary */
+                    int r = settle(c, at_point(c, 1));
+                    if (r == ST_JUMPED) continue; /* now at a later point */
                     if (r) return r;
                 }
                 c->s.operators++;
@@ -1714,6 +1786,8 @@ static int run_on(Core *c) {
         }
         if (c->s.mat_active) {
             int r = materialize(c);
+            if (r == ST_JUMPED) r = settle(c, r);
+            if (r == ST_JUMPED) continue; /* now at a later point */
             if (r) return r;
             c->s.mat_active = 0;
         }
@@ -1728,8 +1802,8 @@ static int run_to_end(Core *c) {
     c->merged = 0;
     int status = 0;
     if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
-        status = at_point(c, 0);
-    if (!status) status = run_on(c);
+        status = settle(c, at_point(c, 0));
+    if (!status || status == ST_JUMPED) status = run_on(c);
     if (status == ST_MERGED) return merge(c);
     c->s.status = status;
     if (status == ST_OOM && c->s.f_pinned > c->s.peak_pinned) {
@@ -1774,7 +1848,7 @@ static void Core_dealloc(Core *c) {
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
                      c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
-                     c->lastboundary,
+                     c->fr_log, c->ul_log,
                      c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
