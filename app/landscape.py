@@ -96,8 +96,8 @@ def _exact_width(ok_below: Any, fails: list[Any], ok_above: Any) -> int | None:
 
 
 def holes(frame: pd.DataFrame) -> Holes:
-    """Sampled holes of one trace under one policy. The counting is engine/holes.py's (one
-    definition for the CLI and the dashboard); here samples are ordered by budget (runs of
+    """Sampled holes of one trace under one policy. The counting is engine/landscape/holes.py's
+    (one definition for the CLI and the dashboard); here samples are ordered by budget (runs of
     one trace share its peak), and each region keeps its runs so the table can open them."""
     runs = sampled(frame)
     if runs.empty:

@@ -1,4 +1,4 @@
-"""Sampled holes (DOMAIN.md's definitions), exact widths, coverage, neighbours."""
+"""Sampled holes (docs/DOMAIN.md, "Counting holes"), exact widths, coverage, neighbours."""
 
 from __future__ import annotations
 

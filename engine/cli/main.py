@@ -5,10 +5,10 @@
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
     dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
-    dtr-landscape serve | bench-dashboard           (app/commands.py, an entry point plugin)
-    dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
-    dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
-    dtr-landscape import-traces | import-records | export   (engine/importers.py)
+    dtr-landscape serve | bench-dashboard      (app/commands.py, an entry point plugin)
+    dtr-landscape sweep | runs                 (engine/cli/sweeps.py)
+    dtr-landscape landscape | edges | holes    (engine/cli/landscapes.py)
+    dtr-landscape import-traces | import-records | export   (engine/cli/records.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.

@@ -1,6 +1,6 @@
 """DTR training traces: parsing the log format into a compact replay program.
 
-A trace is one JSON object per line (see DOMAIN.md). We turn it into a `Program`: a table of
+A trace is one JSON object per line (see docs/DOMAIN.md). We turn it into a `Program`: a table of
 operators (compute, output sizes, alias indices, argument tensors) and a schedule of four
 kinds of steps (compute an operator, take a reference, release one, pin a tensor). Tensor ids
 are assigned in operator order, constants included, so storage and operator numbers match
