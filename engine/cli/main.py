@@ -107,8 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_traces(args: argparse.Namespace) -> int:
     from engine.sim.catalog import available
+    from engine.sim.native import backend_description
     from engine.sim.simulate import baseline, load
 
+    # Which runtime runs, first, and loudly when it is the slow one; on stderr, so that stdout
+    # stays the table (or JSON lines) that scripts read.
+    print(backend_description(), file=sys.stderr, flush=True)
     rows = []
     for ref in available(args.traces):
         _, program = load(ref)
