@@ -7,6 +7,10 @@ are assigned in operator order, constants included, so storage and operator numb
 simrd's and the paper's ("storage 3131", "operator 2,270").
 
 Malformed input raises `TraceError`, whose message is one line: file, line number, problem.
+Lines are the file's `\n`-separated lines, as an editor numbers them. Numbers must be what
+the logs write (decimal integers, as JSON strings or numbers) and sizes and times fit the
+engine's 64-bit counters with room to add them up (`MAX_VALUE`); tests/test_trace_fuzz.py
+holds the parser to this on mutated traces.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +42,18 @@ KNOWN_INSTRUCTIONS = (
 
 
 _KNOWN = ", ".join(KNOWN_INSTRUCTIONS)
+# Every MEMORY and TIME value, and each of their totals over the trace, is at most 2**53:
+# exact as a double, and sums of them (the clock, memory in use) fit in 64 bits with room
+# for rematerializations up to a thrash cap in the hundreds.
+MAX_VALUE = 2**53
+_INTEGER = re.compile(r"-?[0-9]+")
+_SHOWN = 60  # characters of an offending value quoted in a message
+
+
+def _show(value: object) -> str:
+    """A value for a one-line message: its repr, cut short (a corrupt line can be huge)."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 class TraceError(ValueError):
@@ -91,27 +108,29 @@ class _Lines:
     def __init__(self, path: str | Path, text: str) -> None:
         self.path = path
         self.items: list[tuple[int, dict]] = []
-        for number, raw in enumerate(text.splitlines(), start=1):
+        # Only "\n" ends a line (str.splitlines also splits at \r, \x1c, \u2028, ...,
+        # which would number lines differently from the file).
+        raws = text.split("\n")
+        if raws and raws[-1] == "":
+            raws.pop()
+        for number, raw in enumerate(raws, start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, number, f"invalid JSON ({exc.msg})") from None
+            obj = _decode(path, number, raw)
             if not isinstance(obj, dict):
                 raise TraceError(path, number, "expected a JSON object")
             instr = obj.get("INSTRUCTION")
             if instr is None:
                 raise TraceError(path, number, "missing field INSTRUCTION")
-            if instr not in KNOWN_INSTRUCTIONS:
+            if not isinstance(instr, str) or instr not in KNOWN_INSTRUCTIONS:
                 raise TraceError(
                     path,
                     number,
-                    f"unknown instruction {instr!r} (expected one of {_KNOWN})",
+                    f"unknown instruction {_show(instr)} (expected one of {_KNOWN})",
                 )
             self.items.append((number, obj))
         self.pos = 0
-        self.last_line = len(text.splitlines())
+        self.last_line = max(1, len(raws))
 
     def done(self) -> bool:
         return self.pos >= len(self.items)
@@ -122,18 +141,44 @@ class _Lines:
         return item
 
 
+def _decode(path: str | Path, line: int, raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise TraceError(path, line, f"invalid JSON ({exc.msg})") from None
+    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
+        raise TraceError(path, line, "invalid JSON (a number with too many digits)") from None
+    except RecursionError:
+        raise TraceError(path, line, "invalid JSON (nested too deeply)") from None
+
+
 def _field(path: str | Path, line: int, obj: dict, key: str) -> object:
     if key not in obj:
         raise TraceError(path, line, f"{obj['INSTRUCTION']} line is missing field {key}")
     return obj[key]
 
 
-def _int_field(path: str | Path, line: int, obj: dict, key: str) -> int:
+def _integer(value: object) -> int | None:
+    """A decimal integer as the logs write one ("1728", or 0 in a MUTATE list), else None.
+    Stricter than int(): no floats, booleans, spaces, underscores or non-ASCII digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and len(value) <= 20 and _INTEGER.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _int_field(path: str | Path, line: int, obj: dict, key: str, lowest: int = 0) -> int:
+    """An integer field in lowest..MAX_VALUE (sizes and times are never negative)."""
     value = _field(path, line, obj, key)
-    try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise TraceError(path, line, f"field {key} must be an integer, got {value!r}") from None
+    number = _integer(value)
+    if number is None or not lowest <= number <= MAX_VALUE:
+        raise TraceError(
+            path,
+            line,
+            f"field {key} must be an integer in {lowest}..{MAX_VALUE}, got {_show(value)}",
+        )
+    return number
 
 
 def parse_text(
@@ -142,7 +187,7 @@ def parse_text(
     """Parse trace text into a Program, exactly as simrd builds its schedule."""
     lines = _Lines(path, text)
     if not lines.items:
-        raise TraceError(path, None, "empty trace file (no instructions)")
+        raise TraceError(path, 1, "empty trace file (no instructions)")
     # Replay starts after the START annotation.
     while True:
         if lines.done():
@@ -157,19 +202,27 @@ def parse_text(
     names: dict[str, int] = {}  # trace name -> tensor id (insertion order decides end pins)
     refs: list[int] = []  # parse-time reference count per tensor
     tensor_storage_size: list[int] = []
+    totals = {"TIME": 0, "MEMORY": 0}  # over the trace, each kept within MAX_VALUE
 
     def lookup(line: int, tname: object) -> int:
         if not isinstance(tname, str) or tname not in names:
-            raise TraceError(path, line, f"unknown tensor name {tname!r}")
+            raise TraceError(path, line, f"unknown tensor name {_show(tname)}")
         return names[tname]
 
     def add_op(
+        line: int,
         compute: int,
         sizes: tuple[int, ...],
         aliases: tuple[int, ...],
         args: tuple[int, ...],
         const: bool,
     ) -> int:
+        for key, amount in (("TIME", compute), ("MEMORY", sum(sizes))):
+            totals[key] += amount
+            if totals[key] > MAX_VALUE:
+                raise TraceError(
+                    path, line, f"the trace's {key} values add up to more than {MAX_VALUE}"
+                )
         first = prog.n_tensors
         prog.op_compute.append(compute)
         prog.op_sizes.append(sizes)
@@ -194,9 +247,9 @@ def parse_text(
 
     def define(line: int, tname: object, tensor: int) -> None:
         if not isinstance(tname, str):
-            raise TraceError(path, line, f"tensor name must be a string, got {tname!r}")
+            raise TraceError(path, line, f"tensor name must be a string, got {_show(tname)}")
         if tname in names:
-            raise TraceError(path, line, f"tensor name {tname!r} is defined twice")
+            raise TraceError(path, line, f"tensor name {_show(tname)} is defined twice")
         names[tname] = tensor
 
     while not lines.done():
@@ -206,17 +259,20 @@ def parse_text(
             cname = _field(path, line, obj, "NAME")
             if lines.done():
                 raise TraceError(
-                    path, line, f"CONSTANT {cname!r} without its MEMORY line (truncated file?)"
+                    path,
+                    line,
+                    f"CONSTANT {_show(cname)} without its MEMORY line (truncated file?)",
                 )
             mline, mem = lines.next()
             if mem["INSTRUCTION"] != "MEMORY" or mem.get("NAME") != cname:
                 raise TraceError(
                     path,
                     mline,
-                    f"expected the MEMORY line of CONSTANT {cname!r}, got {mem['INSTRUCTION']}",
+                    f"expected the MEMORY line of CONSTANT {_show(cname)}, "
+                    f"got {mem['INSTRUCTION']}",
                 )
             size = _int_field(path, mline, mem, "MEMORY")
-            t = add_op(0, (size,), (-1,), (), True)
+            t = add_op(mline, 0, (size,), (-1,), (), True)
             define(line, cname, t)
             step(PIN, t)
         elif instr == "COPY":
@@ -225,7 +281,12 @@ def parse_text(
             refs[src] += 1
             step(GET, src)
         elif instr == "RELEASE":
-            t = lookup(line, _field(path, line, obj, "NAME"))
+            released = _field(path, line, obj, "NAME")
+            t = lookup(line, released)
+            if refs[t] <= 0:
+                raise TraceError(
+                    path, line, f"RELEASE of {_show(released)}, which holds no reference any more"
+                )
             refs[t] -= 1
             step(RELEASE, t)
         elif instr == "CALL":
@@ -245,20 +306,21 @@ def parse_text(
                         raise TraceError(
                             path,
                             line,
-                            f"CALL result {rname!r} without its {expected} line (truncated file?)",
+                            f"CALL result {_show(rname)} without its {expected} line "
+                            "(truncated file?)",
                         )
                     rline, robj = lines.next()
                     if robj["INSTRUCTION"] != expected or robj.get("NAME") != rname:
                         raise TraceError(
                             path,
                             rline,
-                            f"expected the {expected} line of CALL result {rname!r}, got "
-                            f"{robj['INSTRUCTION']} {robj.get('NAME')!r}",
+                            f"expected the {expected} line of CALL result {_show(rname)}, got "
+                            f"{robj['INSTRUCTION']} {_show(robj.get('NAME'))}",
                         )
                     if expected == "MEMORY":
                         sizes.append(_int_field(path, rline, robj, "MEMORY"))
                     else:
-                        alias = _int_field(path, rline, robj, "ALIAS")
+                        alias = _int_field(path, rline, robj, "ALIAS", lowest=-1)
                         if alias != -1 and not 0 <= alias < len(arg_names):
                             raise TraceError(
                                 path,
@@ -269,7 +331,7 @@ def parse_text(
                         aliases.append(alias)
             args = tuple(lookup(line, a) for a in arg_names)
             sizes = [0 if aliases[i] != -1 else sizes[i] for i in range(len(sizes))]
-            first = add_op(compute, tuple(sizes), tuple(aliases), args, False)
+            first = add_op(line, compute, tuple(sizes), tuple(aliases), args, False)
             for i, rname in enumerate(results):
                 define(line, rname, first + i)
         elif instr == "MUTATE":
@@ -282,10 +344,9 @@ def parse_text(
             args = tuple(lookup(line, a) for a in arg_names)
             idx: list[int] = []
             for m in mutate:
-                try:
-                    mi = int(m)
-                except (TypeError, ValueError):
-                    raise TraceError(path, line, f"MUTATE index {m!r} is not an integer") from None
+                mi = _integer(m)
+                if mi is None:
+                    raise TraceError(path, line, f"MUTATE index {_show(m)} is not an integer")
                 if not 0 <= mi < len(args):
                     raise TraceError(
                         path,
@@ -295,7 +356,7 @@ def parse_text(
                 idx.append(mi)
             # Mutated outputs are fresh storages the size of the mutated argument's storage.
             sizes_t = tuple(tensor_storage_size[names[arg_names[m]]] for m in idx)
-            first = add_op(compute, sizes_t, tuple(-1 for _ in idx), args, False)
+            first = add_op(line, compute, sizes_t, tuple(-1 for _ in idx), args, False)
             for i, m in enumerate(idx):
                 old = names[arg_names[m]]
                 names[arg_names[m]] = first + i
@@ -337,8 +398,9 @@ def parse_file(path: str | os.PathLike[str], *, name: str = "") -> Program:
         # A trace writer always ends lines; a missing newline means the file was cut short.
         last = text.rsplit("\n", 1)[-1]
         try:
-            json.loads(last)
-        except json.JSONDecodeError:
+            if last.strip():
+                json.loads(last)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
             raise TraceError(
                 p, text.count("\n") + 1, "truncated last line (invalid JSON)"
             ) from None
