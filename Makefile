@@ -8,6 +8,7 @@ INSTALLED := $(VENV)/.installed
 NATIVE_SOURCES := $(wildcard engine/sim/_native/*.c engine/sim/_native/*.h)
 
 .PHONY: prerequisites setup serve test lint typecheck format constraints
+.DEFAULT_GOAL := setup
 
 # What the machine must provide (tools/prerequisites.sh): one line per missing thing, before
 # anything is built. The Python checked is the one that builds: .venv's once it exists.

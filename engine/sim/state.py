@@ -35,8 +35,8 @@ class TimedOut(Exception):
 
 
 class SimulationState:
-    """The state of one replay of a program under one budget with one policy; `Simulation`
-    adds the steps that change it."""
+    """The state of one replay of a program under one budget with one policy, and the
+    operations on it; `Simulation` (engine/sim/runtime.py) drives them through the trace."""
 
     def __init__(
         self,
