@@ -6,11 +6,9 @@ kinds of steps (compute an operator, take a reference, release one, pin a tensor
 are assigned in operator order, constants included, so storage and operator numbers match
 simrd's and the paper's ("storage 3131", "operator 2,270").
 
-Malformed input raises `TraceError`, whose message is one line: file, line number, problem.
-Lines are the file's `\n`-separated lines, as an editor numbers them. Numbers must be what
-the logs write (decimal integers, as JSON strings or numbers) and sizes and times fit the
-engine's 64-bit counters with room to add them up (`MAX_VALUE`); tests/test_trace_fuzz.py
-holds the parser to this on mutated traces.
+Malformed input raises `TraceError`, whose message is one line: file, line number, problem
+(engine/sim/trace_lines.py reads the lines and fields); tests/test_trace_fuzz.py holds the
+parser to this on mutated traces.
 """
 
 from __future__ import annotations
@@ -18,53 +16,40 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from engine.sim.trace_lines import (
+    KNOWN_INSTRUCTIONS,
+    MAX_VALUE,
+    Lines,
+    TraceError,
+    int_field,
+    integer,
+    required_field,
+    show,
+)
+
+# Callers import the error and the format's constants from here.
+__all__ = [
+    "COMPUTE",
+    "GET",
+    "KNOWN_INSTRUCTIONS",
+    "MAX_VALUE",
+    "PIN",
+    "RELEASE",
+    "Program",
+    "TraceError",
+    "parse_file",
+    "parse_text",
+    "sha256_of",
+]
 
 # Schedule step kinds.
 COMPUTE = 0  # argument: operator index (0-based)
 GET = 1  # argument: tensor id; one more external reference to its storage
 RELEASE = 2  # argument: tensor id; one reference fewer (eager eviction at zero)
 PIN = 3  # argument: tensor id; make resident (rebuilding if needed) and pin for good
-
-KNOWN_INSTRUCTIONS = (
-    "ANNOTATE",
-    "CONSTANT",
-    "MEMORY",
-    "COPY",
-    "RELEASE",
-    "CALL",
-    "MUTATE",
-    "COPY_FROM",
-    "ALIAS",
-)
-
-
-_KNOWN = ", ".join(KNOWN_INSTRUCTIONS)
-# Every MEMORY and TIME value, and each of their totals over the trace, is at most 2**53:
-# exact as a double, and sums of them (the clock, memory in use) fit in 64 bits with room
-# for rematerializations up to a thrash cap in the hundreds.
-MAX_VALUE = 2**53
-_INTEGER = re.compile(r"-?[0-9]+")
-_SHOWN = 60  # characters of an offending value quoted in a message
-
-
-def _show(value: object) -> str:
-    """A value for a one-line message: its repr, cut short (a corrupt line can be huge)."""
-    text = repr(value)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-class TraceError(ValueError):
-    """A trace file that cannot be replayed; the message names file, line and problem."""
-
-    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {problem}")
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
 
 
 @dataclass
@@ -102,90 +87,11 @@ def sha256_of(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-class _Lines:
-    """The trace's decoded lines with their 1-based numbers, read front to back."""
-
-    def __init__(self, path: str | Path, text: str) -> None:
-        self.path = path
-        self.items: list[tuple[int, dict]] = []
-        # Only "\n" ends a line (str.splitlines also splits at \r, \x1c, \u2028, ...,
-        # which would number lines differently from the file).
-        raws = text.split("\n")
-        if raws and raws[-1] == "":
-            raws.pop()
-        for number, raw in enumerate(raws, start=1):
-            if not raw.strip():
-                continue
-            obj = _decode(path, number, raw)
-            if not isinstance(obj, dict):
-                raise TraceError(path, number, "expected a JSON object")
-            instr = obj.get("INSTRUCTION")
-            if instr is None:
-                raise TraceError(path, number, "missing field INSTRUCTION")
-            if not isinstance(instr, str) or instr not in KNOWN_INSTRUCTIONS:
-                raise TraceError(
-                    path,
-                    number,
-                    f"unknown instruction {_show(instr)} (expected one of {_KNOWN})",
-                )
-            self.items.append((number, obj))
-        self.pos = 0
-        self.last_line = max(1, len(raws))
-
-    def done(self) -> bool:
-        return self.pos >= len(self.items)
-
-    def next(self) -> tuple[int, dict]:
-        item = self.items[self.pos]
-        self.pos += 1
-        return item
-
-
-def _decode(path: str | Path, line: int, raw: str) -> object:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise TraceError(path, line, f"invalid JSON ({exc.msg})") from None
-    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
-        raise TraceError(path, line, "invalid JSON (a number with too many digits)") from None
-    except RecursionError:
-        raise TraceError(path, line, "invalid JSON (nested too deeply)") from None
-
-
-def _field(path: str | Path, line: int, obj: dict, key: str) -> object:
-    if key not in obj:
-        raise TraceError(path, line, f"{obj['INSTRUCTION']} line is missing field {key}")
-    return obj[key]
-
-
-def _integer(value: object) -> int | None:
-    """A decimal integer as the logs write one ("1728", or 0 in a MUTATE list), else None.
-    Stricter than int(): no floats, booleans, spaces, underscores or non-ASCII digits."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and len(value) <= 20 and _INTEGER.fullmatch(value):
-        return int(value)
-    return None
-
-
-def _int_field(path: str | Path, line: int, obj: dict, key: str, lowest: int = 0) -> int:
-    """An integer field in lowest..MAX_VALUE (sizes and times are never negative)."""
-    value = _field(path, line, obj, key)
-    number = _integer(value)
-    if number is None or not lowest <= number <= MAX_VALUE:
-        raise TraceError(
-            path,
-            line,
-            f"field {key} must be an integer in {lowest}..{MAX_VALUE}, got {_show(value)}",
-        )
-    return number
-
-
 def parse_text(
     text: str, *, path: str | Path = "<trace>", name: str = "", sha256: str = ""
 ) -> Program:
     """Parse trace text into a Program, exactly as simrd builds its schedule."""
-    lines = _Lines(path, text)
+    lines = Lines(path, text)
     if not lines.items:
         raise TraceError(path, 1, "empty trace file (no instructions)")
     # Replay starts after the START annotation.
@@ -206,7 +112,7 @@ def parse_text(
 
     def lookup(line: int, tname: object) -> int:
         if not isinstance(tname, str) or tname not in names:
-            raise TraceError(path, line, f"unknown tensor name {_show(tname)}")
+            raise TraceError(path, line, f"unknown tensor name {show(tname)}")
         return names[tname]
 
     def add_op(
@@ -247,57 +153,56 @@ def parse_text(
 
     def define(line: int, tname: object, tensor: int) -> None:
         if not isinstance(tname, str):
-            raise TraceError(path, line, f"tensor name must be a string, got {_show(tname)}")
+            raise TraceError(path, line, f"tensor name must be a string, got {show(tname)}")
         if tname in names:
-            raise TraceError(path, line, f"tensor name {_show(tname)} is defined twice")
+            raise TraceError(path, line, f"tensor name {show(tname)} is defined twice")
         names[tname] = tensor
 
     while not lines.done():
         line, obj = lines.next()
         instr = obj["INSTRUCTION"]
         if instr == "CONSTANT":
-            cname = _field(path, line, obj, "NAME")
+            cname = required_field(path, line, obj, "NAME")
             if lines.done():
                 raise TraceError(
                     path,
                     line,
-                    f"CONSTANT {_show(cname)} without its MEMORY line (truncated file?)",
+                    f"CONSTANT {show(cname)} without its MEMORY line (truncated file?)",
                 )
             mline, mem = lines.next()
             if mem["INSTRUCTION"] != "MEMORY" or mem.get("NAME") != cname:
                 raise TraceError(
                     path,
                     mline,
-                    f"expected the MEMORY line of CONSTANT {_show(cname)}, "
-                    f"got {mem['INSTRUCTION']}",
+                    f"expected the MEMORY line of CONSTANT {show(cname)}, got {mem['INSTRUCTION']}",
                 )
-            size = _int_field(path, mline, mem, "MEMORY")
+            size = int_field(path, mline, mem, "MEMORY")
             t = add_op(mline, 0, (size,), (-1,), (), True)
             define(line, cname, t)
             step(PIN, t)
         elif instr == "COPY":
-            src = lookup(line, _field(path, line, obj, "SRC"))
-            define(line, _field(path, line, obj, "DST"), src)
+            src = lookup(line, required_field(path, line, obj, "SRC"))
+            define(line, required_field(path, line, obj, "DST"), src)
             refs[src] += 1
             step(GET, src)
         elif instr == "RELEASE":
-            released = _field(path, line, obj, "NAME")
+            released = required_field(path, line, obj, "NAME")
             t = lookup(line, released)
             if refs[t] <= 0:
                 raise TraceError(
-                    path, line, f"RELEASE of {_show(released)}, which holds no reference any more"
+                    path, line, f"RELEASE of {show(released)}, which holds no reference any more"
                 )
             refs[t] -= 1
             step(RELEASE, t)
         elif instr == "CALL":
-            results = _field(path, line, obj, "RESULT")
+            results = required_field(path, line, obj, "RESULT")
             if not isinstance(results, list) or not results:
                 raise TraceError(path, line, "CALL needs a non-empty RESULT list")
-            arg_names = _field(path, line, obj, "ARGS")
+            arg_names = required_field(path, line, obj, "ARGS")
             if not isinstance(arg_names, list):
                 raise TraceError(path, line, "CALL field ARGS must be a list")
-            _field(path, line, obj, "NAME")
-            compute = _int_field(path, line, obj, "TIME")
+            required_field(path, line, obj, "NAME")
+            compute = int_field(path, line, obj, "TIME")
             sizes: list[int] = []
             aliases: list[int] = []
             for rname in results:
@@ -306,7 +211,7 @@ def parse_text(
                         raise TraceError(
                             path,
                             line,
-                            f"CALL result {_show(rname)} without its {expected} line "
+                            f"CALL result {show(rname)} without its {expected} line "
                             "(truncated file?)",
                         )
                     rline, robj = lines.next()
@@ -314,13 +219,13 @@ def parse_text(
                         raise TraceError(
                             path,
                             rline,
-                            f"expected the {expected} line of CALL result {_show(rname)}, got "
-                            f"{robj['INSTRUCTION']} {_show(robj.get('NAME'))}",
+                            f"expected the {expected} line of CALL result {show(rname)}, got "
+                            f"{robj['INSTRUCTION']} {show(robj.get('NAME'))}",
                         )
                     if expected == "MEMORY":
-                        sizes.append(_int_field(path, rline, robj, "MEMORY"))
+                        sizes.append(int_field(path, rline, robj, "MEMORY"))
                     else:
-                        alias = _int_field(path, rline, robj, "ALIAS", lowest=-1)
+                        alias = int_field(path, rline, robj, "ALIAS", lowest=-1)
                         if alias != -1 and not 0 <= alias < len(arg_names):
                             raise TraceError(
                                 path,
@@ -335,18 +240,18 @@ def parse_text(
             for i, rname in enumerate(results):
                 define(line, rname, first + i)
         elif instr == "MUTATE":
-            arg_names = _field(path, line, obj, "ARGS")
-            mutate = _field(path, line, obj, "MUTATE")
+            arg_names = required_field(path, line, obj, "ARGS")
+            mutate = required_field(path, line, obj, "MUTATE")
             if not isinstance(arg_names, list) or not isinstance(mutate, list):
                 raise TraceError(path, line, "MUTATE fields ARGS and MUTATE must be lists")
-            _field(path, line, obj, "NAME")
-            compute = _int_field(path, line, obj, "TIME")
+            required_field(path, line, obj, "NAME")
+            compute = int_field(path, line, obj, "TIME")
             args = tuple(lookup(line, a) for a in arg_names)
             idx: list[int] = []
             for m in mutate:
-                mi = _integer(m)
+                mi = integer(m)
                 if mi is None:
-                    raise TraceError(path, line, f"MUTATE index {_show(m)} is not an integer")
+                    raise TraceError(path, line, f"MUTATE index {show(m)} is not an integer")
                 if not 0 <= mi < len(args):
                     raise TraceError(
                         path,
@@ -363,9 +268,9 @@ def parse_text(
                 refs[old] -= 1
                 step(RELEASE, old)
         elif instr == "COPY_FROM":
-            dst_name = _field(path, line, obj, "DST")
+            dst_name = required_field(path, line, obj, "DST")
             old = lookup(line, dst_name)
-            src = lookup(line, _field(path, line, obj, "SRC"))
+            src = lookup(line, required_field(path, line, obj, "SRC"))
             names[dst_name] = src  # type: ignore[index]
             refs[old] -= 1
             refs[src] += 1
