@@ -143,6 +143,17 @@ class Store:
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived in-memory connection where `runs`, `traces`, `walks` and `sweeps`
         are views over the snapshot (read-only) and the published parts."""
+        # The parts are listed BEFORE the snapshot is opened. A compaction renames its new
+        # snapshot into place before it deletes the parts it absorbed, so every run published
+        # before the listing is in a listed part or in whichever snapshot is opened next. The
+        # other order could open the old snapshot, then list after the deletion, and see
+        # runs vanish (tests/test_store.py saw 219 runs, then 200).
+        listed = {
+            table: sorted(self.parts_dir.glob(f"{table}-*.parquet"))
+            if self.parts_dir.exists()
+            else []
+            for table in TABLES
+        }
         con = duckdb.connect()
         try:
             snapshot_tables: set[str] = set()
@@ -154,11 +165,7 @@ class Store:
                 sources = []
                 if table in snapshot_tables:
                     sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
-                parts = (
-                    sorted(self.parts_dir.glob(f"{table}-*.parquet"))
-                    if self.parts_dir.exists()
-                    else []
-                )
+                parts = listed[table]
                 if parts:
                     files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
                     sources.append(
@@ -176,7 +183,8 @@ class Store:
                 )
             yield con
         except (duckdb.IOException, FileNotFoundError) as exc:
-            # a part deleted by a concurrent compaction between listing and reading: retry once
+            # a listed part deleted by a concurrent compaction before it was read: the
+            # caller (query) retries with a fresh listing
             raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
         finally:
             con.close()
