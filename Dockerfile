@@ -8,11 +8,26 @@
 # cancelling jobs need it; DTR_LANDSCAPE_MAX_QUEUED (default 20) bounds the waiting jobs.
 # Beyond a trusted network, publish on loopback (-p 127.0.0.1:8050:8050) behind a proxy
 # with TLS and authentication (README.md, "Security and exposure").
-FROM python:3.11-slim
+#
+# Two stages: the slim image has no C compiler, so the wheel (with the C runtime,
+# engine/sim/_native/core.c) is built in a stage that has one, and only the wheel moves on.
+# tests/test_build.py checks this file's shape; tools/check_build.sh builds the same wheel.
 
-WORKDIR /srv/dtr-landscape
+FROM python:3.11-slim AS build
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
 COPY . .
-RUN pip install --no-cache-dir -c constraints.txt .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+COPY constraints.txt /tmp/constraints.txt
+RUN pip install --no-cache-dir -c /tmp/constraints.txt /wheels/*.whl \
+    && rm -rf /wheels /tmp/constraints.txt
+# Refuse to build an image that would run the 20-100x slower pure-Python runtime.
+RUN python -c "from engine.sim import native; import sys; print(native.backend_description()); sys.exit(not native.available())"
 
 VOLUME ["/traces", "/data"]
 ENV DTR_LANDSCAPE_TRACES=/traces \

@@ -1,9 +1,9 @@
 """Request-time reads for the pages: the store, the jobs table, the trace catalog.
 
 Everything is looked up when a page or callback asks: DTR_LANDSCAPE_DB and
-DTR_LANDSCAPE_TRACES are read per call, the store is read through engine/store.py (short-lived
-read-only DuckDB connections, never opened at import time or before gunicorn forks), and the
-jobs table through app/jobs.py. Nothing here simulates.
+DTR_LANDSCAPE_TRACES are read per call, the store is read through engine/landscape/store.py
+(short-lived read-only DuckDB connections, never opened at import time or before gunicorn
+forks), and the jobs table through app/jobs.py. Nothing here simulates.
 """
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
-"""The DTR simulation engine: traces in, run records out. Imports neither dash nor duckdb."""
+"""The engine: the simulator (engine.sim), stored runs and landscapes (engine.landscape) and
+the command line (engine.cli), each layer importing only those before it, and none of them
+the dashboard (tests/test_layers.py)."""
 
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
-"""Small helpers shared by tests: running the real CLI in a subprocess."""
+"""Small helpers shared by tests: running the real CLI in a subprocess, and skipping (or,
+in CI, failing) when data from outside the repository is missing."""
 
 from __future__ import annotations
 
@@ -7,10 +8,22 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+import pytest
 from flask.testing import FlaskClient
 
 REPO = Path(__file__).resolve().parent.parent
+# CI (.ci/run) is given the DTR traces and the golden records: there, a test that cannot find
+# them must fail, not skip, or a broken path would pass CI with those tests unrun.
+STRICT_ENV = "DTR_LANDSCAPE_STRICT"
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the test for want of outside data, saying why; fail it under DTR_LANDSCAPE_STRICT=1."""
+    if os.environ.get(STRICT_ENV) == "1":
+        pytest.fail(f"{reason} ({STRICT_ENV}=1: missing data fails)", pytrace=False)
+    pytest.skip(reason)
 
 
 def cli(

@@ -1,6 +1,4 @@
-"""The dashboard's landscape: holes as the engine counts them (engine/landscape/holes.py's
-`landscape_holes`), exact widths, coverage, neighbours; and agreement with `dtr-landscape
-holes` on one store holding everything that must not be a sample."""
+"""Sampled holes (docs/DOMAIN.md, "Counting holes"), exact widths, coverage, neighbours."""
 
 from __future__ import annotations
 

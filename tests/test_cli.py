@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from engine.sim import native
 from engine.sim.record import FIELD_NAMES
 from tests.helpers import REPO, cli, cli_json
 
@@ -138,6 +139,17 @@ def test_traces_lists_the_shipped_trace(cache_env: dict[str, str]) -> None:
     synthetic = next(row for row in rows if row["name"] == SYNTHETIC)
     assert synthetic["operators"] > 100
     assert synthetic["peak"] > 0 and synthetic["model_compute"] > 0
+
+
+def test_traces_and_bench_say_first_which_runtime_runs(cache_env: dict[str, str]) -> None:
+    expected = native.backend_description()
+    listed = cli("traces", env=cache_env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.splitlines()[0] == expected  # stdout stays the table
+    assert listed.stdout.splitlines()[0].startswith("name")
+    bench = cli("bench", "--points", f"{SYNTHETIC}:0.5", "--no-store", env=cache_env)
+    assert bench.returncode == 0, bench.stderr
+    assert bench.stdout.splitlines()[0] == expected
 
 
 def test_cache_notices_a_changed_file(tmp_path: Path, cache_env: dict[str, str]) -> None:

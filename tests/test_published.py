@@ -1,4 +1,4 @@
-"""The paper's published points (DOMAIN.md and the seed paper) reproduce."""
+"""The paper's published points (docs/DOMAIN.md, "Published facts") reproduce."""
 
 from __future__ import annotations
 

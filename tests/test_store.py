@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from engine.landscape.store import SCHEMA_VERSION, Store
 from engine.sim.simulate import run_point
@@ -52,59 +55,137 @@ def test_upgrades_an_older_snapshot(tmp_path: Path) -> None:
     assert list(frame["run_id"]) == ["r1"] and frame["overhead"].isna().all()
 
 
+# The writer: a 500-run sweep, one part per run and a compaction every 100 runs. At three
+# points mid-sweep it stops in its most intrusive state, compaction's exclusive lock held and
+# a part half written (under its temporary name), and marks the pause in a file; it resumes
+# only when the test says so, which the test does only after readers finished reads inside
+# the pause. So a read that waited for the writer would never return, whatever the timing.
 WRITER = """
-import sys
+import fcntl, os, sys
 from engine.sim.simulate import run_point
 from engine.landscape.store import Store
 store = Store.open(sys.argv[1])
+marker = sys.argv[2]
 base = run_point("synthetic-mlp", ratio=0.5)
-for i in range(500):
+for i in range(1, 501):
     store.add_runs([{**base, "budget": base["budget"] + i}], source="engine")
-    if i % 100 == 99:
+    if i % 100 == 0:
         store.compact()
-print("done")
+    if i in (125, 250, 375):
+        with open(store.lock_path, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            half = store.parts_dir / f".runs-paused-{i}.parquet.tmp"
+            half.write_bytes(b"PAR1 half a part")
+            with open(marker + ".tmp", "w") as f:
+                f.write(str(i))
+            os.replace(marker + ".tmp", marker)
+            print(f"paused {i}", flush=True)
+            sys.stdin.readline()
+            os.unlink(marker)
+            half.unlink()
+print("done", flush=True)
 """
 
+# A reader: reads until it has seen all 500 runs, one JSON line per read. `pause` names the
+# writer's pause that the read began and ended in (the marker's content, the same before and
+# after), or null. Errors are reported, not raised, so the test sees every one.
 READER = """
-import json, sys, time
+import json, sys
 from engine.landscape.store import Store
 store = Store.open(sys.argv[1])
-seen, slowest = [], 0.0
-deadline = time.time() + 120
-while time.time() < deadline:
-    t = time.time()
-    frame = store.query("SELECT count(*) AS n, count(status) AS s, count(clock) AS c FROM runs")
-    slowest = max(slowest, time.time() - t)
+marker = sys.argv[2]
+def pause():
+    try:
+        with open(marker) as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+while True:
+    before = pause()
+    try:
+        frame = store.query(
+            "SELECT count(*) AS n, count(status) AS s, count(clock) AS c FROM runs"
+        )
+    except Exception as exc:
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}), flush=True)
+        continue
+    after = pause()
     n, s, c = (int(frame.iloc[0][k]) for k in ("n", "s", "c"))
-    assert n == s == c, (n, s, c)  # never a half-written run
-    seen.append(n)
+    within = before if before is not None and before == after else None
+    print(json.dumps({"n": n, "s": s, "c": c, "pause": within}), flush=True)
     if n == 500:
         break
-print(json.dumps({"seen": seen, "slowest": slowest}))
 """
+
+# How long a process may stay silent before the test gives up on it: a guard against a
+# hang (a read that waits for the paused writer never returns), not a measure of speed.
+SILENT_LIMIT_S = 300
+
+
+class _Output:
+    """A child's stdout, line by line, read by a thread so the test can wait on it."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def next(self) -> str:
+        try:
+            line = self.lines.get(timeout=SILENT_LIMIT_S)
+        except queue.Empty:
+            pytest.fail(f"no output for {SILENT_LIMIT_S} s: a read waiting for the writer?")
+        if line is None:
+            pytest.fail(f"process ended early (exit {self.process.wait()})")
+        return line
 
 
 def test_readers_never_wait_for_a_500_run_sweep(tmp_path: Path) -> None:
-    db = str(tmp_path / "landscape.duckdb")
+    db, marker = str(tmp_path / "landscape.duckdb"), str(tmp_path / "writer-paused")
+    start = {"cwd": REPO, "stdout": subprocess.PIPE, "text": True}
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, db], cwd=REPO, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRITER, db, marker], stdin=subprocess.PIPE, **start
     )
-    time.sleep(0.5)
-    readers = [
-        subprocess.Popen(
-            [sys.executable, "-c", READER, db], cwd=REPO, stdout=subprocess.PIPE, text=True
-        )
-        for _ in range(2)
-    ]
-    out_w, _ = writer.communicate(timeout=300)
-    assert writer.returncode == 0 and out_w.strip() == "done"
-    for reader in readers:
-        out, _ = reader.communicate(timeout=300)
-        assert reader.returncode == 0
-        result = json.loads(out)
-        assert result["seen"] == sorted(result["seen"])  # counts only grow: nothing lost
-        assert result["seen"][-1] == 500
-        assert len(result["seen"]) > 3  # it read many times while the writer ran
+    readers = [subprocess.Popen([sys.executable, "-c", READER, db, marker], **start)]
+    readers.append(subprocess.Popen([sys.executable, "-c", READER, db, marker], **start))
+    try:
+        from_writer = _Output(writer)
+        reads: list[list[dict]] = [[], []]
+        outputs = [_Output(reader) for reader in readers]
+        for published in (125, 250, 375):
+            assert from_writer.next() == f"paused {published}"
+            # Each reader completes three reads that begin and end while the writer is
+            # stopped mid-sweep, lock held: they cannot have waited for it.
+            for seen, output in zip(reads, outputs, strict=True):
+                while sum(r.get("pause") == str(published) for r in seen) < 3:
+                    seen.append(json.loads(output.next()))
+            assert writer.stdin is not None
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+        assert from_writer.next() == "done"
+        for seen, output in zip(reads, outputs, strict=True):
+            while not seen or seen[-1].get("n") != 500:
+                seen.append(json.loads(output.next()))
+        assert writer.wait() == 0 and all(reader.wait() == 0 for reader in readers)
+    finally:
+        for process in (writer, *readers):
+            process.kill()
+            process.wait()
+
+    for seen in reads:
+        assert [r["error"] for r in seen if "error" in r] == []  # no read failed, on a lock or else
+        counts = [r["n"] for r in seen]
+        assert all(r["n"] == r["s"] == r["c"] for r in seen)  # never a half-written run
+        assert counts == sorted(counts) and counts[-1] == 500  # counts only grow: nothing lost
+        paused = [r for r in seen if r["pause"] is not None]
+        assert all(r["n"] == int(r["pause"]) for r in paused)  # exactly what was published
+        assert len([n for n in counts if 0 < n < 500]) >= 9  # many reads mid-sweep
     assert Store.open(db).stats()["runs"] == 500
 
 

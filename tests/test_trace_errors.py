@@ -52,7 +52,7 @@ CASES = [
         4,
         "unknown tensor name 'nope'",
     ),
-    ("empty file", "", None, "empty trace file"),
+    ("empty file", "", 1, "empty trace file"),
     ("truncated file", f"{START}\n{CONST}\n{CALL}"[:-12], 6, "truncated last line"),
     (
         "truncated after CALL",
@@ -62,6 +62,34 @@ CASES = [
     ),
     ("no START", f"{CONST}\n{CALL}\n", 5, "no ANNOTATE START line"),
     ("missing field", f'{START}\n{{"INSTRUCTION":"COPY","DST":"a"}}\n', 2, "missing field SRC"),
+    # Found by fuzzing (tests/test_trace_fuzz.py): each of these used to raise another
+    # exception (a traceback from the CLI) or to parse into a program no runtime can replay.
+    *(
+        (f"MEMORY {shown}", START + "\n" + CONST.replace('"64"', value) + "\n", 3, words)
+        for shown, value, words in [
+            ("Infinity", "Infinity", "field MEMORY must be an integer in 0..9007199254740992"),
+            ("negative", '"-64"', "field MEMORY must be an integer in 0..9007199254740992"),
+            ("2**70", str(2**70), "field MEMORY must be an integer in 0..9007199254740992"),
+            ("true", "true", "field MEMORY must be an integer"),
+            ("1.9", "1.9", "field MEMORY must be an integer"),
+            ("5,000 digits", "9" * 5000, "invalid JSON (a number with too many digits)"),
+        ]
+    ),
+    ("nested too deeply", f"{START}\n{'[' * 100_000}\n", 2, "invalid JSON (nested too deeply)"),
+    (
+        "released twice",
+        f'{START}\n{CONST}\n{{"INSTRUCTION":"RELEASE","NAME":"w"}}\n'
+        '{"INSTRUCTION":"RELEASE","NAME":"w"}\n',
+        5,
+        "RELEASE of 'w', which holds no reference any more",
+    ),
+    (
+        "U+2028 does not end a line",
+        f'{START}\n{{"INSTRUCTION":"CONSTANT","NAME":"a\u2028b"}}\n'
+        '{"INSTRUCTION":"MEMORY","MEMORY":"x","NAME":"a\u2028b"}\n',
+        3,
+        "field MEMORY must be an integer",
+    ),
     (
         "bad number",
         f'{START}\n{{"INSTRUCTION":"CONSTANT","NAME":"w"}}\n{{"INSTRUCTION":"MEMORY","MEMORY":"lots","NAME":"w"}}\n',

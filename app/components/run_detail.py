@@ -57,7 +57,7 @@ def _value(name: str, value: Any) -> str:
 
 
 def metrics_table(record: dict[str, Any]) -> html.Table:
-    """Every field of the run record (engine/record.py), then the store's own columns."""
+    """Every field of the run record (engine/sim/record.py), then the store's own columns."""
     rows = []
     for name, meaning in RUN_FIELDS:
         if name == "failure":

@@ -70,6 +70,10 @@ def _parse_points(items: list[str] | None) -> list[tuple[str, float]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from engine.sim.native import backend_description
+
+    # Timings mean nothing without knowing which runtime made them: the first line says.
+    print(backend_description(), flush=True)
     points = _parse_points(args.points)
     golden = _golden()
     with_simrd = bool(args.simrd)

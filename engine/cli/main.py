@@ -5,10 +5,10 @@
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
     dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
-    dtr-landscape serve | bench-dashboard           (app/commands.py, an entry point plugin)
-    dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
-    dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
-    dtr-landscape import-traces | import-records | export   (engine/importers.py)
+    dtr-landscape serve | bench-dashboard      (app/commands.py, an entry point plugin)
+    dtr-landscape sweep | runs                 (engine/cli/sweeps.py)
+    dtr-landscape landscape | edges | holes    (engine/cli/landscapes.py)
+    dtr-landscape import-traces | import-records | export   (engine/cli/records.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -107,8 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_traces(args: argparse.Namespace) -> int:
     from engine.sim.catalog import available
+    from engine.sim.native import backend_description
     from engine.sim.simulate import baseline, load
 
+    # Which runtime runs, first, and loudly when it is the slow one; on stderr, so that stdout
+    # stays the table (or JSON lines) that scripts read.
+    print(backend_description(), file=sys.stderr, flush=True)
     rows = []
     for ref in available(args.traces):
         _, program = load(ref)

@@ -1,9 +1,10 @@
 """Where a sweep's runs execute: in this process, a local process pool, or a Dask cluster.
 
 Every backend takes the same `RunTask`s and yields batches of `Finished` results in
-completion order: each batch is every result that was ready, so the caller (engine/sweep.py)
-publishes them at once as one store part. A killed sweep loses only the runs in flight, and a
-parent that falls behind fast workers catches up with larger parts instead of a backlog.
+completion order: each batch is every result that was ready, so the caller
+(engine/landscape/sweep.py) publishes them at once as one store part. A killed sweep loses
+only the runs in flight, and a parent that falls behind fast workers catches up with larger
+parts instead of a backlog.
 
 - `workers=1`: in this process, one run after another (no pool to start, nothing to orphan).
 - `workers=N`: a `ProcessPoolExecutor` of N processes. They are spawned, not forked: the

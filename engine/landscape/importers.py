@@ -9,8 +9,8 @@
 Imports are all-or-nothing: every input is checked first, then the new rows are published as
 ONE store part (a part is either absent or complete), so a rejected input leaves the store as
 it was. Identities make them idempotent: a trace is its content's SHA-256, an imported run's id
-is derived from its file's content (engine/record_files.py), and what is already in the store
-is skipped. Each command prints a one-line JSON summary.
+is derived from its file's content (engine/landscape/record_files.py), and what is already in
+the store is skipped. Each command prints a one-line JSON summary.
 """
 
 from __future__ import annotations

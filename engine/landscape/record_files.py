@@ -1,6 +1,7 @@
-"""Run records kept in other tools' files, read into `runs` rows (engine/store.py columns):
-the paper's evidence table (CSV) here, simrd's pareto output (JSON) in engine/simrd_pareto.py,
-and what both share: trace names, outcome words, one-line problem reports.
+"""Run records kept in other tools' files, read into `runs` rows (the columns of
+engine/landscape/schema.py): the paper's evidence table (CSV) here, simrd's pareto output
+(JSON) in engine/landscape/simrd_pareto.py, and what both share: trace names, outcome words,
+one-line problem reports.
 
 Both readers are pure: bytes in, rows out, or `RecordFileError` whose one-line message names
 the file, the rows at fault and what was expected. Every row is checked before any is returned,

@@ -6,7 +6,8 @@ Layout (for a store at `data/landscape.duckdb`):
 - `data/landscape.duckdb.parts/` holds parts: small Parquet files, one per batch of new runs
   (or traces, walks, sweeps), each written to a temporary name and renamed into place.
 
-Concurrency (ECOSYSTEM.md: a DuckDB file is open by one writer or many readers, never both):
+Concurrency (DuckDB opens a database file for one read-write process or for many read-only
+ones, never both):
 - writers (sweeps, walks, imports, any number of processes) only ever add parts, so they
   never hold a lock on the snapshot and a reader never sees a half-written run: a part is
   either absent or complete;
@@ -17,7 +18,10 @@ Concurrency (ECOSYSTEM.md: a DuckDB file is open by one writer or many readers, 
   then deletes the parts it absorbed. Between the rename and the deletion a run can be in
   both; readers deduplicate on `run_id`, so it is counted once.
 A killed writer loses only the runs it had not yet published. Opening an older snapshot
-upgrades it on the next compaction (`SCHEMA_VERSION`, `_MIGRATIONS`).
+upgrades it on the next compaction (`SCHEMA_VERSION`, `MIGRATIONS`).
+
+The tables' columns and the record <-> row conversion are declared in
+engine/landscape/schema.py.
 """
 
 from __future__ import annotations
@@ -36,201 +40,44 @@ from typing import Any
 
 import duckdb
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.landscape.ids import RunIdError, check_run_id
-from engine.sim.record import FIELD_NAMES
+from engine.landscape.schema import (
+    KEYS,
+    MIGRATIONS,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    TABLES,
+    StoreError,
+    arrow_table,
+    checked_run_id,
+    flatten,
+    unflatten,
+)
+
+# Callers import the schema's names from here too: the store is the landscape layer's one
+# door to stored runs (engine/landscape/schema.py only declares them).
+__all__ = [
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "Store",
+    "StoreError",
+    "default_path",
+    "flatten",
+    "unflatten",
+]
 
 DB_ENV = "DTR_LANDSCAPE_DB"
 DEFAULT_DB = Path("data") / "landscape.duckdb"
-SCHEMA_VERSION = 1
-
-# Column declarations: (name, DuckDB type). The run record's fields are flattened
-# (failure.* and same_execution.* become columns) and joined by the store's own fields.
-RUN_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run_id", "VARCHAR"),
-    ("trace", "VARCHAR"),
-    ("trace_sha256", "VARCHAR"),
-    ("policy", "VARCHAR"),
-    ("policy_name", "VARCHAR"),
-    ("policy_params", "VARCHAR"),
-    ("budget", "BIGINT"),
-    ("ratio", "DOUBLE"),
-    ("peak", "BIGINT"),
-    ("model_compute", "BIGINT"),
-    ("status", "VARCHAR"),
-    ("overhead", "DOUBLE"),
-    ("clock", "BIGINT"),
-    ("remat_compute", "BIGINT"),
-    ("evictions", "BIGINT"),
-    ("policy_evictions", "BIGINT"),
-    ("rematerializations", "BIGINT"),
-    ("operators", "BIGINT"),
-    ("max_memory", "BIGINT"),
-    ("peak_pinned", "BIGINT"),
-    ("depth_at_peak_pinned", "BIGINT"),
-    ("max_nesting_depth", "BIGINT"),
-    ("failure_operator", "BIGINT"),
-    ("failure_request", "BIGINT"),
-    ("failure_pinned", "BIGINT"),
-    ("failure_depth", "BIGINT"),
-    ("failure_over_by", "BIGINT"),
-    ("same_lo", "BIGINT"),
-    ("same_hi", "BIGINT"),
-    ("retained", "VARCHAR"),
-    ("cap", "DOUBLE"),
-    ("engine_version", "VARCHAR"),
-    ("wall_s", "DOUBLE"),
-    ("source", "VARCHAR"),
-    ("sweep_id", "VARCHAR"),
-    ("walk_id", "VARCHAR"),
-    ("repeat", "BIGINT"),
-    ("stage", "VARCHAR"),
-    ("host", "VARCHAR"),
-    ("started_at", "TIMESTAMP"),
-    ("ended_at", "TIMESTAMP"),
-    ("events_path", "VARCHAR"),
-)
-TRACE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("sha256", "VARCHAR"),
-    ("name", "VARCHAR"),
-    ("peak", "BIGINT"),
-    ("model_compute", "BIGINT"),
-    ("operators", "BIGINT"),
-    ("source", "VARCHAR"),
-    ("path", "VARCHAR"),
-    ("registered_at", "TIMESTAMP"),
-)
-WALK_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("walk_id", "VARCHAR"),
-    ("kind", "VARCHAR"),  # landscape | edges
-    ("trace", "VARCHAR"),
-    ("trace_sha256", "VARCHAR"),
-    ("policy", "VARCHAR"),
-    ("cap", "DOUBLE"),
-    ("from_budget", "BIGINT"),
-    ("to_budget", "BIGINT"),
-    ("reached", "BIGINT"),  # every budget in [from_budget, reached] is certified
-    ("complete", "BOOLEAN"),
-    ("runs", "BIGINT"),
-    ("started_at", "TIMESTAMP"),
-    ("ended_at", "TIMESTAMP"),
-)
-SWEEP_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("sweep_id", "VARCHAR"),
-    ("trace", "VARCHAR"),
-    ("args", "VARCHAR"),
-    ("total", "BIGINT"),
-    ("host", "VARCHAR"),
-    ("created_at", "TIMESTAMP"),
-)
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "runs": RUN_COLUMNS,
-    "traces": TRACE_COLUMNS,
-    "walks": WALK_COLUMNS,
-    "sweeps": SWEEP_COLUMNS,
-}
-# Each table's identity column: readers keep one row per key (the newest part wins).
-KEYS = {"runs": "run_id", "traces": "sha256", "walks": "walk_id", "sweeps": "sweep_id"}
-
-# Migrations from version v to v + 1, as SQL run on the new snapshot after copying tables.
-_MIGRATIONS: dict[int, Sequence[str]] = {}
-
 
 _SNAPSHOT_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'snap'"
-
-
-class StoreError(RuntimeError):
-    pass
 
 
 def default_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
-
-
-def flatten(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A run record (engine/record.py) as one `runs` row."""
-    row: dict[str, Any] = {name: None for name, _ in RUN_COLUMNS}
-    for name in FIELD_NAMES:
-        if name in row:
-            row[name] = record.get(name)
-    failure = record.get("failure") or {}
-    for key in ("operator", "request", "pinned", "depth", "over_by"):
-        row[f"failure_{key}"] = failure.get(key)
-    same = record.get("same_execution") or {}
-    row["same_lo"] = same.get("lo")
-    row["same_hi"] = same.get("hi")
-    retained = record.get("retained") or []
-    row["retained"] = ",".join(str(s) for s in sorted(retained))
-    policy = str(record.get("policy") or "")
-    name, _, params = policy.partition("@")
-    row["policy_name"] = name
-    row["policy_params"] = params
-    row["run_id"] = _run_id(record.get("run_id") or uuid.uuid4().hex)
-    row["host"] = socket.gethostname()
-    row.update(extra)
-    unknown = set(extra) - set(row)
-    if unknown:
-        raise StoreError(f"unknown run columns: {', '.join(sorted(unknown))}")
-    return row
-
-
-def _run_id(value: Any) -> str:
-    """Run ids name files (event logs): only ids of engine/landscape/ids.py are stored."""
-    try:
-        return check_run_id(value)
-    except RunIdError as exc:
-        raise StoreError(f"runs.run_id: {exc}") from None
-
-
-def unflatten(row: dict[str, Any]) -> dict[str, Any]:
-    """A `runs` row back into the run record's shape (plus the store's columns)."""
-    out = dict(row)
-    if row.get("failure_operator") is not None:
-        out["failure"] = {
-            key: row.get(f"failure_{key}")
-            for key in ("operator", "request", "pinned", "depth", "over_by")
-        }
-    else:
-        out["failure"] = None
-    out["same_execution"] = {"lo": row.get("same_lo"), "hi": row.get("same_hi")}
-    retained = row.get("retained") or ""
-    out["retained"] = [int(x) for x in retained.split(",") if x]
-    for key in list(out):
-        if key.startswith("failure_") or key in ("same_lo", "same_hi"):
-            del out[key]
-        elif out[key] is pd.NaT or (isinstance(out[key], float) and out[key] != out[key]):
-            out[key] = None  # NaN / NaT from pandas mean null
-        elif isinstance(out[key], pd.Timestamp):
-            out[key] = out[key].isoformat()
-        elif hasattr(out[key], "item"):
-            out[key] = out[key].item()  # numpy scalar -> Python
-    return out
-
-
-_ARROW = {
-    "VARCHAR": pa.string(),
-    "BIGINT": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "TIMESTAMP": pa.timestamp("us"),
-    "BOOLEAN": pa.bool_(),
-}
-
-
-def _plain(value: Any) -> Any:
-    """pandas/numpy scalars and missing values as plain Python for pyarrow."""
-    if value is None or value is pd.NaT:
-        return None
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        return value.item()
-    return value
 
 
 @dataclass
@@ -261,21 +108,12 @@ class Store:
         target = self.parts_dir / name
         tmp = self.parts_dir / f".{name}.tmp"
         self.parts_dir.mkdir(parents=True, exist_ok=True)
-        columns = TABLES[table]
-        arrays = []
-        for column, kind in columns:
-            values = [_plain(row.get(column)) for row in rows]
-            try:
-                arrays.append(pa.array(values, type=_ARROW[kind]))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
-                raise StoreError(f"{table}.{column}: expected {kind}: {exc}") from None
-        schema = pa.schema([(column, _ARROW[kind]) for column, kind in columns])
-        pq.write_table(pa.Table.from_arrays(arrays, schema=schema), tmp)
+        pq.write_table(arrow_table(table, rows), tmp)
         os.replace(tmp, target)
         return target
 
     def add_runs(self, records: Iterable[dict[str, Any]], **extra: Any) -> list[str]:
-        """Publish run records (engine/record.py shape); returns their run ids."""
+        """Publish run records (engine/sim/record.py shape); returns their run ids."""
         rows = [flatten(r, **extra) for r in records]
         self._publish("runs", rows)
         return [row["run_id"] for row in rows]
@@ -288,7 +126,7 @@ class Store:
             if unknown:
                 raise StoreError(f"unknown {table} columns: {', '.join(sorted(unknown))}")
             if table == "runs":
-                _run_id(row.get("run_id"))
+                checked_run_id(row.get("run_id"))
         self._publish(table, rows)
 
     def add_trace(self, **row: Any) -> None:
@@ -308,6 +146,17 @@ class Store:
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A short-lived in-memory connection where `runs`, `traces`, `walks` and `sweeps`
         are views over the snapshot (read-only) and the published parts."""
+        # The parts are listed BEFORE the snapshot is opened. A compaction renames its new
+        # snapshot into place before it deletes the parts it absorbed, so every run published
+        # before the listing is in a listed part or in whichever snapshot is opened next. The
+        # other order could open the old snapshot, then list after the deletion, and see
+        # runs vanish (tests/test_store.py saw 219 runs, then 200).
+        listed = {
+            table: sorted(self.parts_dir.glob(f"{table}-*.parquet"))
+            if self.parts_dir.exists()
+            else []
+            for table in TABLES
+        }
         con = duckdb.connect()
         try:
             snapshot_tables: set[str] = set()
@@ -319,11 +168,7 @@ class Store:
                 sources = []
                 if table in snapshot_tables:
                     sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
-                parts = (
-                    sorted(self.parts_dir.glob(f"{table}-*.parquet"))
-                    if self.parts_dir.exists()
-                    else []
-                )
+                parts = listed[table]
                 if parts:
                     files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
                     sources.append(
@@ -341,7 +186,8 @@ class Store:
                 )
             yield con
         except (duckdb.IOException, FileNotFoundError) as exc:
-            # a part deleted by a concurrent compaction between listing and reading: retry once
+            # a listed part deleted by a concurrent compaction before it was read: the
+            # caller (query) retries with a fresh listing
             raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
         finally:
             con.close()
@@ -452,7 +298,7 @@ class Store:
                         f"{_newest_per_key(table)}"
                     )
             for version in range((old_version or SCHEMA_VERSION), SCHEMA_VERSION):
-                for statement in _MIGRATIONS.get(version, ()):
+                for statement in MIGRATIONS.get(version, ()):
                     con.execute(statement)
             if self.path.exists():
                 con.execute("DETACH snap")

@@ -4,8 +4,8 @@
         [--interior N --seed S] [--refine STEP] [--repeats K] [--cap 60] [--time-limit S]
         [--workers N | --scheduler tcp://HOST:PORT] [--db PATH] [--traces DIR]
 
-A sweep plans its runs (`plan_sweep`, engine/sampling.py), leaves out the points the store
-already holds, runs the rest (engine/distributed.py) and publishes finished runs as they
+A sweep plans its runs (`plan_sweep`, engine/landscape/sampling.py), leaves out the points the store
+already holds, runs the rest (engine/landscape/distributed.py) and publishes finished runs as they
 arrive, so a killed sweep loses only the runs in flight and the same command resumes it.
 A point is identified by (trace SHA-256, policy spec, budget, cap, retained storages,
 repeat); the sweep's id is a hash of what it samples, so a rerun carries the same id.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from engine.sim.trace import Program
 
 if TYPE_CHECKING:
-    from engine.sim.runtime import Simulation
+    from engine.sim.state import SimulationState
 
 COLUMNS = (
     "kind",
@@ -52,7 +52,7 @@ class EventLog:
 
     def eviction(
         self,
-        sim: Simulation,
+        sim: SimulationState,
         s: int,
         score: float | None,
         by_policy: bool,
@@ -75,10 +75,10 @@ class EventLog:
             pinned=sim.memory - sim.pool_bytes,
         )
 
-    def remat(self, sim: Simulation, s: int) -> None:
+    def remat(self, sim: SimulationState, s: int) -> None:
         self._row(kind="remat", operator=sim.operators, storage=s, depth=sim.depth)
 
-    def check(self, sim: Simulation, pinned: int) -> None:
+    def check(self, sim: SimulationState, pinned: int) -> None:
         op = sim.operators
         if pinned > self.op_max_pinned[op]:
             self.op_max_pinned[op] = pinned

@@ -17,7 +17,7 @@ import random
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from engine.sim.runtime import Simulation
+    from engine.sim.state import SimulationState
 
 INF = math.inf
 
@@ -34,9 +34,9 @@ class Policy:
     uses_regions: ClassVar[bool] = False  # maintained evicted neighbourhoods (h_DTR's e*)
     uses_eqclass: ClassVar[bool] = False  # union-find classes of evicted storages
     reads_budget: ClassVar[bool] = False  # decisions compare against the budget itself
-    # ... and every such comparison goes through Simulation._exceeds, so it narrows the
+    # ... and every such comparison goes through SimulationState._exceeds, so it narrows the
     # same-execution interval (without that, a budget-reading policy's intervals are not
-    # certified: engine/landscape.py reports them as such).
+    # certified: engine/landscape/walk.py reports them as such).
     records_budget_reads: ClassVar[bool] = False
     defaults: ClassVar[dict[str, float]] = {}
 
@@ -55,10 +55,10 @@ class Policy:
             return self.name
         return self.name + "@" + ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.params.items()))
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         raise NotImplementedError
 
-    def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
+    def choose(self, sim: SimulationState, request: int) -> tuple[int, float]:
         score = self.score
         best = second = INF
         victim = runner_up = -1
@@ -91,7 +91,7 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
-def _e_star_size(sim: Simulation, s: int) -> int:
+def _e_star_size(sim: SimulationState, s: int) -> int:
     """|e*|: how many distinct evicted storages the maintained neighbourhood holds."""
     assert sim.regions is not None
     return sim.regions.e_star_size(s)
@@ -104,7 +104,7 @@ class DTR(Policy):
     name = "DTR"
     uses_regions = True
 
-    def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
+    def choose(self, sim: SimulationState, request: int) -> tuple[int, float]:
         # The hot loop of every run: inlined for speed, same arithmetic as `score`.
         clock = sim.clock
         size = sim.size
@@ -131,7 +131,7 @@ class DTR(Policy):
         sim.runner_up = (runner_up, second)
         return victim, best
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         denominator = sim.size[s] * (sim.clock - sim.last_access[s])
         numerator = sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]
         return numerator / denominator if denominator > 0 else INF
@@ -144,7 +144,7 @@ class DTREqClass(Policy):
     name = "DTREqClass"
     uses_eqclass = True
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         roots = {sim.ec_root(sim.ecn[n]) for n in sim.evicted_neighbours(s)}  # type: ignore[arg-type]
         numerator = sim.compute[s] + sum(sim.ec_value[r] for r in roots)
         denominator = sim.size[s] * (sim.clock - sim.last_access[s])
@@ -157,7 +157,7 @@ class DTRLocal(Policy):
 
     name = "DTRLocal"
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         denominator = sim.size[s] * (sim.clock - sim.last_access[s])
         return sim.compute[s] / denominator if denominator > 0 else INF
 
@@ -169,7 +169,7 @@ class MSPS(Policy):
     name = "MSPS"
     uses_regions = True
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         size = sim.size[s]
         return (sim.compute[s] + sim.rev_compute[s]) / size if size > 0 else INF
 
@@ -178,7 +178,7 @@ class MSPS(Policy):
 class LRU(Policy):
     name = "LRU"
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         return sim.last_access[s]
 
 
@@ -186,7 +186,7 @@ class LRU(Policy):
 class LargestStorage(Policy):
     name = "LargestStorage"
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         size = sim.size[s]
         return 1 / size if size > 0 else INF
 
@@ -203,7 +203,7 @@ class RandomStorage(Policy):
         super().__init__(**params)
         self.rng = random.Random(int(self.params["seed"]))
 
-    def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
+    def choose(self, sim: SimulationState, request: int) -> tuple[int, float]:
         sim.heuristic_evals += 1
         k = self.rng.randrange(0, len(sim.pool))
         sim.runner_up = (-1, INF)  # no ranking: every member was as likely
@@ -221,7 +221,7 @@ class NbhdPenalty(Policy):
     uses_regions = True
     defaults = {"b": 0.25}
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         denominator = sim.size[s] * (sim.clock - sim.last_access[s])
         if not denominator > 0:
             return INF
@@ -236,11 +236,11 @@ class HEStar(Policy):
     name = "HEStar"
     uses_regions = True
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         return _e_star_size(sim, s)
 
 
-def _cost_stale(sim: Simulation, s: int) -> float:
+def _cost_stale(sim: SimulationState, s: int) -> float:
     staleness = sim.clock - sim.last_access[s]
     numerator = sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]
     return numerator / staleness if staleness > 0 else INF
@@ -253,7 +253,7 @@ class CostStale(Policy):
     name = "CostStale"
     uses_regions = True
 
-    def score(self, sim: Simulation, s: int) -> float:
+    def score(self, sim: SimulationState, s: int) -> float:
         return _cost_stale(sim, s)
 
 
@@ -271,7 +271,7 @@ class TwoPhase(Policy):
     records_budget_reads = True  # the shortfall tests below call sim._exceeds
     defaults = {"k": 8}
 
-    def choose(self, sim: Simulation, request: int) -> tuple[int, float]:
+    def choose(self, sim: SimulationState, request: int) -> tuple[int, float]:
         needed = sim.memory + request  # size >= needed - budget  <=>  needed - size <= budget
         size = sim.size
         covering = [s for s in sim.pool if not sim._exceeds(needed - size[s])]

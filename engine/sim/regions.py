@@ -5,7 +5,7 @@ neighbourhood: the interior (evicted storages reached through evicted storages),
 (resident storages bordering it, the storage itself excluded) and the compute of the interior.
 
 simrd maintains them incrementally, and the maintained values are not always what a fresh
-search finds (DOMAIN.md), so exactness means replaying the same maintenance:
+search finds (docs/DOMAIN.md), so exactness means replaying the same maintenance:
 - after a computation makes storages resident, their neighbourhoods are searched afresh,
   and so are those of the storages on their frontiers (forward ones for the reverse
   frontier, reverse ones for the forward frontier);

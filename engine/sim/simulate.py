@@ -1,5 +1,5 @@
 """Running one point: a trace, a budget (bytes or ratio of the peak) and a policy, in, one run
-record (engine/record.py) out. Shared by the CLI, the benchmark and the tests."""
+record (engine/sim/record.py) out. Shared by the CLI, the benchmark and the tests."""
 
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
 """DTR training traces: parsing the log format into a compact replay program.
 
-A trace is one JSON object per line (see DOMAIN.md). We turn it into a `Program`: a table of
+A trace is one JSON object per line (see docs/DOMAIN.md). We turn it into a `Program`: a table of
 operators (compute, output sizes, alias indices, argument tensors) and a schedule of four
 kinds of steps (compute an operator, take a reference, release one, pin a tensor). Tensor ids
 are assigned in operator order, constants included, so storage and operator numbers match
 simrd's and the paper's ("storage 3131", "operator 2,270").
 
-Malformed input raises `TraceError`, whose message is one line: file, line number, problem.
+Malformed input raises `TraceError`, whose message is one line: file, line number, problem
+(engine/sim/trace_lines.py reads the lines and fields); tests/test_trace_fuzz.py holds the
+parser to this on mutated traces.
 """
 
 from __future__ import annotations
@@ -17,37 +19,37 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.sim.trace_lines import (
+    KNOWN_INSTRUCTIONS,
+    MAX_VALUE,
+    Lines,
+    TraceError,
+    int_field,
+    integer,
+    required_field,
+    show,
+)
+
+# Callers import the error and the format's constants from here.
+__all__ = [
+    "COMPUTE",
+    "GET",
+    "KNOWN_INSTRUCTIONS",
+    "MAX_VALUE",
+    "PIN",
+    "RELEASE",
+    "Program",
+    "TraceError",
+    "parse_file",
+    "parse_text",
+    "sha256_of",
+]
+
 # Schedule step kinds.
 COMPUTE = 0  # argument: operator index (0-based)
 GET = 1  # argument: tensor id; one more external reference to its storage
 RELEASE = 2  # argument: tensor id; one reference fewer (eager eviction at zero)
 PIN = 3  # argument: tensor id; make resident (rebuilding if needed) and pin for good
-
-KNOWN_INSTRUCTIONS = (
-    "ANNOTATE",
-    "CONSTANT",
-    "MEMORY",
-    "COPY",
-    "RELEASE",
-    "CALL",
-    "MUTATE",
-    "COPY_FROM",
-    "ALIAS",
-)
-
-
-_KNOWN = ", ".join(KNOWN_INSTRUCTIONS)
-
-
-class TraceError(ValueError):
-    """A trace file that cannot be replayed; the message names file, line and problem."""
-
-    def __init__(self, path: str | Path, line: int | None, problem: str) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {problem}")
-        self.path = str(path)
-        self.line = line
-        self.problem = problem
 
 
 @dataclass
@@ -85,64 +87,13 @@ def sha256_of(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-class _Lines:
-    """The trace's decoded lines with their 1-based numbers, read front to back."""
-
-    def __init__(self, path: str | Path, text: str) -> None:
-        self.path = path
-        self.items: list[tuple[int, dict]] = []
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise TraceError(path, number, f"invalid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise TraceError(path, number, "expected a JSON object")
-            instr = obj.get("INSTRUCTION")
-            if instr is None:
-                raise TraceError(path, number, "missing field INSTRUCTION")
-            if instr not in KNOWN_INSTRUCTIONS:
-                raise TraceError(
-                    path,
-                    number,
-                    f"unknown instruction {instr!r} (expected one of {_KNOWN})",
-                )
-            self.items.append((number, obj))
-        self.pos = 0
-        self.last_line = len(text.splitlines())
-
-    def done(self) -> bool:
-        return self.pos >= len(self.items)
-
-    def next(self) -> tuple[int, dict]:
-        item = self.items[self.pos]
-        self.pos += 1
-        return item
-
-
-def _field(path: str | Path, line: int, obj: dict, key: str) -> object:
-    if key not in obj:
-        raise TraceError(path, line, f"{obj['INSTRUCTION']} line is missing field {key}")
-    return obj[key]
-
-
-def _int_field(path: str | Path, line: int, obj: dict, key: str) -> int:
-    value = _field(path, line, obj, key)
-    try:
-        return int(value)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise TraceError(path, line, f"field {key} must be an integer, got {value!r}") from None
-
-
 def parse_text(
     text: str, *, path: str | Path = "<trace>", name: str = "", sha256: str = ""
 ) -> Program:
     """Parse trace text into a Program, exactly as simrd builds its schedule."""
-    lines = _Lines(path, text)
+    lines = Lines(path, text)
     if not lines.items:
-        raise TraceError(path, None, "empty trace file (no instructions)")
+        raise TraceError(path, 1, "empty trace file (no instructions)")
     # Replay starts after the START annotation.
     while True:
         if lines.done():
@@ -157,19 +108,27 @@ def parse_text(
     names: dict[str, int] = {}  # trace name -> tensor id (insertion order decides end pins)
     refs: list[int] = []  # parse-time reference count per tensor
     tensor_storage_size: list[int] = []
+    totals = {"TIME": 0, "MEMORY": 0}  # over the trace, each kept within MAX_VALUE
 
     def lookup(line: int, tname: object) -> int:
         if not isinstance(tname, str) or tname not in names:
-            raise TraceError(path, line, f"unknown tensor name {tname!r}")
+            raise TraceError(path, line, f"unknown tensor name {show(tname)}")
         return names[tname]
 
     def add_op(
+        line: int,
         compute: int,
         sizes: tuple[int, ...],
         aliases: tuple[int, ...],
         args: tuple[int, ...],
         const: bool,
     ) -> int:
+        for key, amount in (("TIME", compute), ("MEMORY", sum(sizes))):
+            totals[key] += amount
+            if totals[key] > MAX_VALUE:
+                raise TraceError(
+                    path, line, f"the trace's {key} values add up to more than {MAX_VALUE}"
+                )
         first = prog.n_tensors
         prog.op_compute.append(compute)
         prog.op_sizes.append(sizes)
@@ -194,49 +153,56 @@ def parse_text(
 
     def define(line: int, tname: object, tensor: int) -> None:
         if not isinstance(tname, str):
-            raise TraceError(path, line, f"tensor name must be a string, got {tname!r}")
+            raise TraceError(path, line, f"tensor name must be a string, got {show(tname)}")
         if tname in names:
-            raise TraceError(path, line, f"tensor name {tname!r} is defined twice")
+            raise TraceError(path, line, f"tensor name {show(tname)} is defined twice")
         names[tname] = tensor
 
     while not lines.done():
         line, obj = lines.next()
         instr = obj["INSTRUCTION"]
         if instr == "CONSTANT":
-            cname = _field(path, line, obj, "NAME")
+            cname = required_field(path, line, obj, "NAME")
             if lines.done():
                 raise TraceError(
-                    path, line, f"CONSTANT {cname!r} without its MEMORY line (truncated file?)"
+                    path,
+                    line,
+                    f"CONSTANT {show(cname)} without its MEMORY line (truncated file?)",
                 )
             mline, mem = lines.next()
             if mem["INSTRUCTION"] != "MEMORY" or mem.get("NAME") != cname:
                 raise TraceError(
                     path,
                     mline,
-                    f"expected the MEMORY line of CONSTANT {cname!r}, got {mem['INSTRUCTION']}",
+                    f"expected the MEMORY line of CONSTANT {show(cname)}, got {mem['INSTRUCTION']}",
                 )
-            size = _int_field(path, mline, mem, "MEMORY")
-            t = add_op(0, (size,), (-1,), (), True)
+            size = int_field(path, mline, mem, "MEMORY")
+            t = add_op(mline, 0, (size,), (-1,), (), True)
             define(line, cname, t)
             step(PIN, t)
         elif instr == "COPY":
-            src = lookup(line, _field(path, line, obj, "SRC"))
-            define(line, _field(path, line, obj, "DST"), src)
+            src = lookup(line, required_field(path, line, obj, "SRC"))
+            define(line, required_field(path, line, obj, "DST"), src)
             refs[src] += 1
             step(GET, src)
         elif instr == "RELEASE":
-            t = lookup(line, _field(path, line, obj, "NAME"))
+            released = required_field(path, line, obj, "NAME")
+            t = lookup(line, released)
+            if refs[t] <= 0:
+                raise TraceError(
+                    path, line, f"RELEASE of {show(released)}, which holds no reference any more"
+                )
             refs[t] -= 1
             step(RELEASE, t)
         elif instr == "CALL":
-            results = _field(path, line, obj, "RESULT")
+            results = required_field(path, line, obj, "RESULT")
             if not isinstance(results, list) or not results:
                 raise TraceError(path, line, "CALL needs a non-empty RESULT list")
-            arg_names = _field(path, line, obj, "ARGS")
+            arg_names = required_field(path, line, obj, "ARGS")
             if not isinstance(arg_names, list):
                 raise TraceError(path, line, "CALL field ARGS must be a list")
-            _field(path, line, obj, "NAME")
-            compute = _int_field(path, line, obj, "TIME")
+            required_field(path, line, obj, "NAME")
+            compute = int_field(path, line, obj, "TIME")
             sizes: list[int] = []
             aliases: list[int] = []
             for rname in results:
@@ -245,20 +211,21 @@ def parse_text(
                         raise TraceError(
                             path,
                             line,
-                            f"CALL result {rname!r} without its {expected} line (truncated file?)",
+                            f"CALL result {show(rname)} without its {expected} line "
+                            "(truncated file?)",
                         )
                     rline, robj = lines.next()
                     if robj["INSTRUCTION"] != expected or robj.get("NAME") != rname:
                         raise TraceError(
                             path,
                             rline,
-                            f"expected the {expected} line of CALL result {rname!r}, got "
-                            f"{robj['INSTRUCTION']} {robj.get('NAME')!r}",
+                            f"expected the {expected} line of CALL result {show(rname)}, got "
+                            f"{robj['INSTRUCTION']} {show(robj.get('NAME'))}",
                         )
                     if expected == "MEMORY":
-                        sizes.append(_int_field(path, rline, robj, "MEMORY"))
+                        sizes.append(int_field(path, rline, robj, "MEMORY"))
                     else:
-                        alias = _int_field(path, rline, robj, "ALIAS")
+                        alias = int_field(path, rline, robj, "ALIAS", lowest=-1)
                         if alias != -1 and not 0 <= alias < len(arg_names):
                             raise TraceError(
                                 path,
@@ -269,23 +236,22 @@ def parse_text(
                         aliases.append(alias)
             args = tuple(lookup(line, a) for a in arg_names)
             sizes = [0 if aliases[i] != -1 else sizes[i] for i in range(len(sizes))]
-            first = add_op(compute, tuple(sizes), tuple(aliases), args, False)
+            first = add_op(line, compute, tuple(sizes), tuple(aliases), args, False)
             for i, rname in enumerate(results):
                 define(line, rname, first + i)
         elif instr == "MUTATE":
-            arg_names = _field(path, line, obj, "ARGS")
-            mutate = _field(path, line, obj, "MUTATE")
+            arg_names = required_field(path, line, obj, "ARGS")
+            mutate = required_field(path, line, obj, "MUTATE")
             if not isinstance(arg_names, list) or not isinstance(mutate, list):
                 raise TraceError(path, line, "MUTATE fields ARGS and MUTATE must be lists")
-            _field(path, line, obj, "NAME")
-            compute = _int_field(path, line, obj, "TIME")
+            required_field(path, line, obj, "NAME")
+            compute = int_field(path, line, obj, "TIME")
             args = tuple(lookup(line, a) for a in arg_names)
             idx: list[int] = []
             for m in mutate:
-                try:
-                    mi = int(m)
-                except (TypeError, ValueError):
-                    raise TraceError(path, line, f"MUTATE index {m!r} is not an integer") from None
+                mi = integer(m)
+                if mi is None:
+                    raise TraceError(path, line, f"MUTATE index {show(m)} is not an integer")
                 if not 0 <= mi < len(args):
                     raise TraceError(
                         path,
@@ -295,16 +261,16 @@ def parse_text(
                 idx.append(mi)
             # Mutated outputs are fresh storages the size of the mutated argument's storage.
             sizes_t = tuple(tensor_storage_size[names[arg_names[m]]] for m in idx)
-            first = add_op(compute, sizes_t, tuple(-1 for _ in idx), args, False)
+            first = add_op(line, compute, sizes_t, tuple(-1 for _ in idx), args, False)
             for i, m in enumerate(idx):
                 old = names[arg_names[m]]
                 names[arg_names[m]] = first + i
                 refs[old] -= 1
                 step(RELEASE, old)
         elif instr == "COPY_FROM":
-            dst_name = _field(path, line, obj, "DST")
+            dst_name = required_field(path, line, obj, "DST")
             old = lookup(line, dst_name)
-            src = lookup(line, _field(path, line, obj, "SRC"))
+            src = lookup(line, required_field(path, line, obj, "SRC"))
             names[dst_name] = src  # type: ignore[index]
             refs[old] -= 1
             refs[src] += 1
@@ -337,8 +303,9 @@ def parse_file(path: str | os.PathLike[str], *, name: str = "") -> Program:
         # A trace writer always ends lines; a missing newline means the file was cut short.
         last = text.rsplit("\n", 1)[-1]
         try:
-            json.loads(last)
-        except json.JSONDecodeError:
+            if last.strip():
+                json.loads(last)
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
             raise TraceError(
                 p, text.count("\n") + 1, "truncated last line (invalid JSON)"
             ) from None

@@ -3,7 +3,7 @@
     .venv/bin/python tests/tools/make_differential_fixtures.py --out tests/fixtures/differential
 
 For seeds 0..N-1 this writes ``traces/rand-SEED.log`` (from ``traces/random_traces.py``) and
-runs each trace through the reference backend (``engine/reference.py``, which needs
+runs each trace through the reference backend (``engine/sim/reference.py``, which needs
 unmodified simrd: ``SIMRD_DIR`` or ``--simrd-dir``) at about eight budgets chosen around the
 trace's own feasibility boundary, so that OOM, completed runs without rebuilds and runs with
 evictions and rebuilds all appear. Some traces are also run under another simrd policy, with
