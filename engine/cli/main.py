@@ -9,6 +9,7 @@
     dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
     dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
     dtr-landscape import-traces | import-records | export   (engine/importers.py)
+    dtr-landscape diverge                         (engine/landscape/diverge.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -192,6 +193,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "engine.cli.sweeps",
     "engine.cli.landscapes",
     "engine.cli.records",
+    "engine.cli.diverge",
 )
 PLUGIN_GROUP = "dtr_landscape.commands"
 

@@ -1,0 +1,186 @@
+"""`dtr-landscape diverge`: why one budget fails where another succeeds.
+
+    dtr-landscape diverge TRACE (--budget B | --ratio R) (--budget B | --ratio R)
+        [--policy P] [--cap 60] [--retain IDS] [--traces DIR] [--keep-events DIR] [--json]
+    dtr-landscape diverge --runs RUN_A RUN_B [--db PATH] [--events-dir DIR] [--out FILE]
+        [--traces DIR] [--json]
+
+The first form runs both budgets with their event logs; the second compares two stored runs,
+recording the event log of each side that has none yet (events/<run_id>.parquet beside the
+store) and, with --out, writing the analysis there too (what the dashboard's compare page
+caches). Progress goes to stderr as `k/n` lines. The analysis is engine/landscape/diverge.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.cli import arguments
+from engine.landscape.diverge import check_comparable, describe, diverge
+from engine.sim.policies import POLICIES
+from engine.sim.simulate import DEFAULT_CAP, parse_retain
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _budget(text: str) -> tuple[str, float | int]:
+    return ("budget", arguments.byte_count(text))
+
+
+def _ratio(text: str) -> tuple[str, float | int]:
+    return ("ratio", arguments.ratio(text))
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    parser = sub.add_parser(
+        "diverge", help="two runs side by side: where their decisions part, and why one fails"
+    )
+    parser.add_argument("trace", nargs="?", help="a trace name (see `traces`) or a DTR log path")
+    parser.add_argument(
+        "--budget", dest="points", action="append", type=_budget, metavar="BYTES", default=[]
+    )
+    parser.add_argument(
+        "--ratio", dest="points", action="append", type=_ratio, metavar="R", default=[]
+    )
+    parser.add_argument(
+        "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
+    )
+    parser.add_argument("--cap", type=arguments.positive_float, default=DEFAULT_CAP)
+    parser.add_argument("--retain", default="", metavar="IDS", help="for both runs: 3131,932")
+    parser.add_argument("--keep-events", metavar="DIR", help="keep the two event logs here")
+    parser.add_argument(
+        "--runs", nargs=2, metavar=("RUN_A", "RUN_B"), help="compare two stored runs instead"
+    )
+    parser.add_argument("--db", metavar="PATH", help="the DuckDB store (with --runs)")
+    parser.add_argument(
+        "--events-dir", metavar="DIR", help="event logs of stored runs (default: events/ beside)"
+    )
+    parser.add_argument("--out", metavar="FILE", help="also write the analysis (JSON) here")
+    parser.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    return {"diverge": command_diverge}
+
+
+def _progress(done: int, total: int, what: str) -> None:
+    print(f"diverge: {done}/{total} {what}", file=sys.stderr, flush=True)
+
+
+def command_diverge(args: argparse.Namespace) -> int:
+    if args.runs:
+        if args.trace or args.points:
+            raise ValueError("--runs compares two stored runs: give no TRACE, --budget or --ratio")
+        analysis = _stored(args)
+    else:
+        if args.db or args.events_dir:
+            raise ValueError("--db and --events-dir go with --runs RUN_A RUN_B")
+        analysis = _points(args)
+    if args.out:
+        _write_json(Path(args.out), analysis)
+    if args.json:
+        print(json.dumps(analysis))
+    else:
+        print("\n".join(describe(analysis)))
+    return 0
+
+
+def _points(args: argparse.Namespace) -> dict[str, Any]:
+    from engine.sim.policies import make_policy
+    from engine.sim.simulate import baseline, budget_for, load, run_point
+
+    if not args.trace:
+        raise ValueError("give a TRACE and two budgets (--budget B or --ratio R, twice)")
+    if len(args.points) != 2:
+        raise ValueError(
+            f"give exactly two budgets (--budget BYTES or --ratio R), got {len(args.points)}"
+        )
+    retain = parse_retain(args.retain)
+    make_policy(args.policy)  # an unknown policy is bad input before any replay
+    ref, program = load(args.trace, args.traces)
+    peak = baseline(program).peak
+    budgets = [budget_for(v, peak) if kind == "ratio" else int(v) for kind, v in args.points]
+    if budgets[0] == budgets[1]:
+        raise ValueError(f"both budgets are {budgets[0]:,} bytes: nothing to compare")
+    with tempfile.TemporaryDirectory(prefix="dtr-diverge-") as tmp:
+        folder = Path(args.keep_events or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        records, paths = [], []
+        for i, ((kind, value), budget) in enumerate(zip(args.points, budgets, strict=True)):
+            side = "ab"[i]
+            _progress(i, 3, f"run {side} at budget {budget:,} with its event log")
+            path = folder / f"{ref.name}-{budget}.parquet"
+            records.append(
+                run_point(
+                    ref,
+                    budget=budget if kind == "budget" else None,
+                    ratio=float(value) if kind == "ratio" else None,
+                    policy=args.policy,
+                    cap=args.cap,
+                    retain=retain,
+                    events=path,
+                )
+            )
+            paths.append(path)
+        _progress(2, 3, "analysing the two event logs")
+        import pandas as pd
+
+        analysis = diverge(pd.read_parquet(paths[0]), pd.read_parquet(paths[1]), *records)
+    _progress(3, 3, "done")
+    return analysis
+
+
+def _stored(args: argparse.Namespace) -> dict[str, Any]:
+    from engine.landscape.event_logs import (
+        event_log_path,
+        events_dir_beside,
+        read_event_log,
+        record_event_log,
+    )
+    from engine.landscape.store import Store, default_path
+
+    run_a, run_b = args.runs
+    if run_a == run_b:
+        raise ValueError(f"run a and run b are the same run ({run_a}): nothing to compare")
+    store = Store.open(args.db)
+    records = []
+    for side, run_id in zip("ab", args.runs, strict=True):
+        record = store.run(run_id)
+        if record is None:
+            raise ValueError(f"no run {run_id!r} (run {side}) in the store {store.path}")
+        records.append(record)
+    check_comparable(records[0], records[1])
+    events_dir = (
+        Path(args.events_dir) if args.events_dir else events_dir_beside(default_path(args.db))
+    )
+    found = [event_log_path(r, events_dir) for r in records]
+    total = sum(1 for p in found if p is None) + 1
+    done = 0
+    paths = []
+    for side, record, path in zip("ab", records, found, strict=True):
+        if path is None:
+            _progress(
+                done,
+                total,
+                f"recording the event log of run {side} at budget {int(record['budget']):,}",
+            )
+            path = record_event_log(record, events_dir, args.traces)
+            done += 1
+        paths.append(path)
+    _progress(done, total, "analysing the two event logs")
+    analysis = diverge(read_event_log(paths[0]), read_event_log(paths[1]), *records)
+    _progress(total, total, "done")
+    return analysis
+
+
+def _write_json(target: Path, analysis: dict[str, Any]) -> None:
+    """Atomically: a reader (the compare page) never sees half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(analysis), encoding="utf-8")
+    os.replace(tmp, target)

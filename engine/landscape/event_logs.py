@@ -1,0 +1,91 @@
+"""Event logs for stored runs: found beside the store, or recorded by replaying the run.
+
+A stored run's event log lives at `events/<run_id>.parquet` beside the store (where the
+dashboard's run page looks too), or at the run's own `events_path`. Recording one replays the
+run exactly (same trace, budget, policy, cap and retained storages; the simulator is
+deterministic) and checks that the replay is the stored run before the log is kept: a trace
+file changed since, or a record imported from elsewhere, must not lend its run another
+run's log.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.sim.catalog import TraceNotFound
+from engine.sim.simulate import DEFAULT_CAP, run_point
+
+EVENTS_DIR = "events"
+# Fields a replay must reproduce for its log to be the stored run's.
+REPLAY_FIELDS = ("status", "budget", "clock", "evictions", "rematerializations", "operators")
+
+
+class EventLogError(ValueError):
+    """No event log can be had for a run (its trace is missing, the replay differs)."""
+
+
+def events_dir_beside(db: str | os.PathLike[str]) -> Path:
+    return Path(db).resolve().parent / EVENTS_DIR
+
+
+def event_log_path(record: dict[str, Any], events_dir: Path) -> Path | None:
+    """The run's existing event log, or None."""
+    own = record.get("events_path")
+    for path in ([Path(own)] if own else []) + [events_dir / f"{record['run_id']}.parquet"]:
+        if path.is_file():
+            return path
+    return None
+
+
+def record_event_log(
+    record: dict[str, Any], events_dir: Path, traces: str | os.PathLike[str] | None = None
+) -> Path:
+    """Replay a stored run with --events into events_dir/<run_id>.parquet; returns the path."""
+    run_id = str(record["run_id"])
+    events_dir.mkdir(parents=True, exist_ok=True)
+    target = events_dir / f"{run_id}.parquet"
+    replay_path = events_dir / f"{run_id}.replay.parquet"
+    try:
+        replay = run_point(
+            str(record["trace"]),
+            budget=int(record["budget"]),
+            policy=str(record["policy"]),
+            cap=float(record.get("cap") or DEFAULT_CAP),
+            retain=frozenset(int(s) for s in record.get("retained") or []),
+            events=replay_path,
+            traces=traces,
+        )
+    except TraceNotFound as exc:
+        raise EventLogError(
+            f"run {run_id} has no event log, and its trace {record['trace']!r} is not available "
+            f"here to record one ({exc})"
+        ) from None
+    stored_sha = record.get("trace_sha256")
+    problem = None
+    if stored_sha and replay["trace_sha256"] != stored_sha:
+        problem = (
+            f"the trace file {record['trace']!r} found here (SHA-256 "
+            f"{replay['trace_sha256'][:12]}) is not the one run {run_id} ran on "
+            f"({str(stored_sha)[:12]})"
+        )
+    else:
+        differs = [
+            f"{name} {record.get(name)} vs {replay[name]}"
+            for name in REPLAY_FIELDS
+            if record.get(name) is not None and record.get(name) != replay[name]
+        ]
+        if differs:
+            problem = f"replaying run {run_id} gives another run ({'; '.join(differs)})"
+    if problem:
+        replay_path.unlink(missing_ok=True)
+        raise EventLogError(f"{problem}: no event log recorded")
+    os.replace(replay_path, target)
+    return target
+
+
+def read_event_log(path: Path) -> pd.DataFrame:
+    return pd.read_parquet(path)
