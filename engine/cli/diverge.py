@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import arguments
-from engine.landscape.diverge import check_comparable, describe, diverge
+from engine.landscape.diverge import describe, diverge
 from engine.sim.policies import POLICIES
 from engine.sim.simulate import DEFAULT_CAP, parse_retain
 
@@ -136,46 +136,16 @@ def _points(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.landscape.event_logs import (
-        event_log_path,
-        events_dir_beside,
-        read_event_log,
-        record_event_log,
-    )
-    from engine.landscape.store import Store, default_path
+    from engine.landscape.event_logs import compare_stored
+    from engine.landscape.store import Store
 
-    run_a, run_b = args.runs
-    if run_a == run_b:
-        raise ValueError(f"run a and run b are the same run ({run_a}): nothing to compare")
-    store = Store.open(args.db)
-    records = []
-    for side, run_id in zip("ab", args.runs, strict=True):
-        record = store.run(run_id)
-        if record is None:
-            raise ValueError(f"no run {run_id!r} (run {side}) in the store {store.path}")
-        records.append(record)
-    check_comparable(records[0], records[1])
-    events_dir = (
-        Path(args.events_dir) if args.events_dir else events_dir_beside(default_path(args.db))
+    return compare_stored(
+        Store.open(args.db),
+        *args.runs,
+        events_dir=Path(args.events_dir) if args.events_dir else None,
+        traces=args.traces,
+        progress=_progress,
     )
-    found = [event_log_path(r, events_dir) for r in records]
-    total = sum(1 for p in found if p is None) + 1
-    done = 0
-    paths = []
-    for side, record, path in zip("ab", records, found, strict=True):
-        if path is None:
-            _progress(
-                done,
-                total,
-                f"recording the event log of run {side} at budget {int(record['budget']):,}",
-            )
-            path = record_event_log(record, events_dir, args.traces)
-            done += 1
-        paths.append(path)
-    _progress(done, total, "analysing the two event logs")
-    analysis = diverge(read_event_log(paths[0]), read_event_log(paths[1]), *records)
-    _progress(total, total, "done")
-    return analysis
 
 
 def _write_json(target: Path, analysis: dict[str, Any]) -> None:

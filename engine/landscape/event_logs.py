@@ -11,13 +11,21 @@ run's log.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from engine.landscape.diverge import check_comparable, diverge
 from engine.sim.catalog import TraceNotFound
 from engine.sim.simulate import DEFAULT_CAP, run_point
+
+if TYPE_CHECKING:
+    from engine.landscape.store import Store
+
+# progress(done, total, what): one step of a comparison
+Progress = Callable[[int, int, str], None]
 
 EVENTS_DIR = "events"
 # Fields a replay must reproduce for its log to be the stored run's.
@@ -89,3 +97,44 @@ def record_event_log(
 
 def read_event_log(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path)
+
+
+def compare_stored(
+    store: Store,
+    run_a: str,
+    run_b: str,
+    *,
+    events_dir: Path | None = None,
+    traces: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The diverge analysis of two stored runs, recording the event log of each side that
+    has none yet (events_dir: default events/ beside the store)."""
+    if run_a == run_b:
+        raise ValueError(f"run a and run b are the same run ({run_a}): nothing to compare")
+    records = []
+    for side, run_id in zip("ab", (run_a, run_b), strict=True):
+        record = store.run(run_id)
+        if record is None:
+            raise ValueError(f"no run {run_id!r} (run {side}) in the store {store.path}")
+        records.append(record)
+    check_comparable(records[0], records[1])
+    folder = events_dir if events_dir is not None else events_dir_beside(store.path)
+    found = [event_log_path(r, folder) for r in records]
+    total = sum(1 for p in found if p is None) + 1
+    done = 0
+    paths = []
+    for side, record, path in zip("ab", records, found, strict=True):
+        if path is None:
+            if progress:
+                budget = int(record["budget"])
+                progress(done, total, f"recording the event log of run {side} at budget {budget:,}")
+            path = record_event_log(record, folder, traces)
+            done += 1
+        paths.append(path)
+    if progress:
+        progress(done, total, "analysing the two event logs")
+    analysis = diverge(read_event_log(paths[0]), read_event_log(paths[1]), *records)
+    if progress:
+        progress(total, total, "done")
+    return analysis
