@@ -28,6 +28,9 @@ def create_app() -> dash.Dash:
         # would also call every page's layout (and so read the store) to validate callbacks.
         suppress_callback_exceptions=True,
     )
+    from app.figures import register_routes
+
+    register_routes(app.server)  # GET /export/<kind>.<format>: figures as files
     app.layout = html.Div(
         [
             html.Header(
