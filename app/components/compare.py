@@ -82,7 +82,8 @@ def compare_chart(
             y=runs[side]["budget"],
             line={"color": SIDE_COLORS[side], "dash": "dash", "width": 1},
             annotation_text=f"budget {side}",
-            annotation_position="top left",
+            # budgets of a hole's two sides are close: one label above its line, one below
+            annotation_position="top left" if side == "a" else "bottom left",
             row=1,  # type: ignore[arg-type]
             col=1,  # type: ignore[arg-type]
         )
