@@ -3,6 +3,10 @@
 Pattern-matching ids (dicts) use a `type` from here, so two pages never collide.
 """
 
+# The app's frame (app/server.py)
+EXPORT_DONE = "export-done"  # the in-browser export callback's output
+EXPORT_IN_BROWSER = "export-in-browser"  # pattern: {type, graph, format, file, width, height}
+
 # Overview (/)
 HOME_POLICY = "home-policy"
 HOME_STRIPS = "home-strips"

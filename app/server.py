@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import dash
-from dash import dcc, html
+from dash import ALL, ClientsideFunction, Input, Output, dcc, html
+
+from app import ids
 
 PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
 TITLE = "DTR landscape"
@@ -40,6 +42,15 @@ def create_app() -> dash.Dash:
                 ]
             ),
             html.Main(dash.page_container),
+            dcc.Store(id=ids.EXPORT_DONE),
         ]
+    )
+    # PNG and SVG exports are drawn by Plotly in the browser (app/assets/export.js)
+    export_id = {k: ALL for k in ("graph", "format", "file", "width", "height")}
+    app.clientside_callback(
+        ClientsideFunction(namespace="exports", function_name="download"),
+        Output(ids.EXPORT_DONE, "data"),
+        Input({"type": ids.EXPORT_IN_BROWSER, **export_id}, "n_clicks"),
+        prevent_initial_call=True,
     )
     return app

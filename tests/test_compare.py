@@ -132,7 +132,10 @@ def test_diverge_job_then_what_if_job(runner: Path, store: dict) -> None:
     assert analysis is not None and analysis["format"] == ANALYSIS_FORMAT
     assert data.has_event_log(ok) and data.has_event_log(oom)
     # the builders take it as it is
-    assert len(compare_chart(analysis).data) == 4
+    chart = compare_chart(analysis)
+    lines = [t for t in chart.data if t.mode == "lines"]  # pinned and depth of a and b
+    assert len(lines) == 4 and {t.legendgroup for t in lines} == {"a", "b"}
+    assert [t.x[0] for t in chart.data if t.mode == "markers"] == [oom["operators"]] * 2
     divergence = json.dumps(divergence_view(analysis).to_plotly_json(), default=str)
     assert f"{analysis['divergence']['operator']:,}" in divergence
     assert "from operator" in json.dumps(counts_table(analysis).to_plotly_json(), default=str)

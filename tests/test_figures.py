@@ -5,11 +5,8 @@ real kaleido driving Debian's Chromium; each file is opened and checked, not onl
 from __future__ import annotations
 
 import json
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from xml.etree import ElementTree
 
 import pytest
 from flask.testing import FlaskClient
@@ -23,45 +20,9 @@ from app.server import create_app
 from engine.landscape.event_logs import compare_stored, write_analysis
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
-from tests.helpers import cli
+from tests.helpers import check_file, cli, open_png
 
 TRACE = "synthetic-mlp"
-
-
-def open_png(body: bytes) -> tuple[int, int]:
-    """(width, height) of a PNG whose image data decompresses: the file opens."""
-    assert body[:8] == b"\x89PNG\r\n\x1a\n"
-    offset, idat, size = 8, b"", (0, 0)
-    while offset < len(body):
-        (length,) = struct.unpack(">I", body[offset : offset + 4])
-        kind = body[offset + 4 : offset + 8]
-        chunk = body[offset + 8 : offset + 8 + length]
-        if kind == b"IHDR":
-            size = struct.unpack(">II", chunk[:8])
-        elif kind == b"IDAT":
-            idat += chunk
-        offset += 12 + length
-        if kind == b"IEND":
-            break
-    pixels = zlib.decompress(idat)
-    assert len(pixels) >= size[0] * size[1]  # at least one byte a pixel
-    return size
-
-
-def open_svg(body: bytes) -> ElementTree.Element:
-    root = ElementTree.fromstring(body)
-    assert root.tag.endswith("svg") and len(root) > 0
-    return root
-
-
-def open_pdf(body: bytes) -> None:
-    assert body.startswith(b"%PDF-") and b"%%EOF" in body[-1024:]
-    assert b"/Type /Page" in body or b"/Type/Page" in body
-
-
-def check_file(fmt: str, body: bytes) -> None:
-    assert body, f"empty {fmt}"
-    {"png": open_png, "svg": open_svg, "pdf": open_pdf}[fmt](body)
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,8 @@ def compare_chart(
         series = analysis["series"][side]
         x = list(range(1, len(series["max_pinned"]) + 1))
         label = f"{side}: {run_label(runs[side])}"
-        style = {"color": SIDE_COLORS[side], "width": 1.4}
+        # a wide under b narrow: where the runs agree, a shows as a halo around b
+        style = {"color": SIDE_COLORS[side], "width": 3.5 if side == "a" else 1.2}
         fig.add_trace(
             go.Scatter(
                 name=label,
@@ -72,7 +73,7 @@ def compare_chart(
                 x=x,
                 y=series["max_depth"],
                 mode="lines",
-                line={**style, "dash": "dot" if side == "b" else "solid"},
+                line=style,
                 hovertemplate=f"{side}: operator %{{x}}<br>max depth %{{y}}<extra></extra>",
             ),
             row=2,
@@ -100,10 +101,32 @@ def compare_chart(
     for i, (operator, text, kind) in enumerate(marks):
         fig.add_vline(
             x=operator,
-            line={"color": MARK_COLORS[kind], "dash": "dot", "width": 1},
+            line={"color": MARK_COLORS[kind], "dash": "dot", "width": 0.8},
+            opacity=0.6,
             annotation_text=text,
-            annotation_position="top right" if i % 2 == 0 else "bottom right",
+            annotation_position="top left" if i % 2 == 0 else "top right",
+            layer="below",
         )
+    for side in SIDES:  # where a run stops: its last operator, on top of everything
+        series = analysis["series"][side]
+        if runs[side]["status"] == "ok" or not series["max_pinned"]:
+            continue
+        last = len(series["max_pinned"])
+        for row, values in ((1, series["max_pinned"]), (2, series["max_depth"])):
+            fig.add_trace(
+                go.Scatter(
+                    x=[last],
+                    y=[values[-1]],
+                    mode="markers",
+                    marker={"symbol": "x", "size": 10, "color": SIDE_COLORS[side]},
+                    name=f"{side} {runs[side]['status']}",
+                    legendgroup=side,
+                    showlegend=False,
+                    hovertemplate=f"{side} stops in operator {last:,}: %{{y:,}}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
     fig.update_layout(
         height=height,
         margin={"l": 80, "r": 20, "t": 40, "b": 50},

@@ -101,7 +101,7 @@ def content(analysis: dict[str, Any], run_a: str, run_b: str) -> list[Any]:
             figure=compare_chart(analysis, uirevision=f"compare-{run_a}-{run_b}"),
             config={"displaylogo": False},
         ),
-        export_links("compare", {"a": run_a, "b": run_b}),
+        export_links("compare", {"a": run_a, "b": run_b}, graph=ids.COMPARE_CHART),
         html.H3("Evictions and rematerializations after they part"),
         counts_table(analysis),
         html.H3("Failure snapshots"),

@@ -52,7 +52,7 @@ def events_view(record: dict[str, Any]) -> tuple[Any, bool]:
         return [
             event_summary(events),
             dcc.Graph(id=ids.RUN_OPERATOR_CHART, figure=operator_chart(events)),
-            export_links("operators", {"run": str(record["run_id"])}),
+            export_links("operators", {"run": str(record["run_id"])}, graph=ids.RUN_OPERATOR_CHART),
             html.H4("Evictions and rematerializations"),
             event_table(events, ids.RUN_EVENT_TABLE),
         ], True

@@ -52,11 +52,16 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
         "summary": facts_list(pairs),
         "exports": html.Div(
             [
-                export_links(kind, {"trace": name, "policy": policy, **extra}, label)
-                for kind, label, extra in (
-                    ("strip", "Export the strip", {}),
-                    ("scatter", "the pinned/depth scatter", {"depth": depth_column}),
-                    ("overhead", "the overhead curve", {}),
+                export_links(kind, {"trace": name, "policy": policy, **extra}, label, graph)
+                for kind, label, extra, graph in (
+                    ("strip", "Export the strip", {}, ids.TRACE_STRIP),
+                    (
+                        "scatter",
+                        "the pinned/depth scatter",
+                        {"depth": depth_column},
+                        ids.TRACE_PINNED,
+                    ),
+                    ("overhead", "the overhead curve", {}, ids.TRACE_OVERHEAD),
                 )
             ],
             className="exports",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -82,7 +81,9 @@ def command_diverge(args: argparse.Namespace) -> int:
             raise ValueError("--db and --events-dir go with --runs RUN_A RUN_B")
         analysis = _points(args)
     if args.out:
-        _write_json(Path(args.out), analysis)
+        from engine.landscape.event_logs import write_analysis
+
+        write_analysis(Path(args.out), analysis)
     if args.json:
         print(json.dumps(analysis))
     else:
@@ -146,11 +147,3 @@ def _stored(args: argparse.Namespace) -> dict[str, Any]:
         traces=args.traces,
         progress=_progress,
     )
-
-
-def _write_json(target: Path, analysis: dict[str, Any]) -> None:
-    """Atomically: a reader (the compare page) never sees half a file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(json.dumps(analysis), encoding="utf-8")
-    os.replace(tmp, target)

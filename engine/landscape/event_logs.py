@@ -10,6 +10,7 @@ run's log.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +94,15 @@ def record_event_log(
         raise EventLogError(f"{problem}: no event log recorded")
     os.replace(replay_path, target)
     return target
+
+
+def write_analysis(target: Path, analysis: dict[str, Any]) -> None:
+    """Write a comparison as JSON, atomically: a reader (the compare page) polling for the
+    file never sees half of one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(json.dumps(analysis), encoding="utf-8")
+    os.replace(tmp, target)
 
 
 def read_event_log(path: Path) -> pd.DataFrame:
