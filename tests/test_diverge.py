@@ -184,6 +184,16 @@ def test_stored_runs_record_missing_logs_then_reuse_them(tmp_path: Path) -> None
     again = cli("diverge", "--runs", *ids, "--db", str(db), "--json")
     assert "recording" not in again.stderr and "diverge: 0/1 analysing" in again.stderr
     assert json.loads(again.stdout)["divergence"] == analysis["divergence"]
+    # the same analysis as `diverge TRACE --budget A --budget B`, but for the run ids (and
+    # the ratio, which a budget in bytes does not have)
+    budgets = [str(analysis["runs"][s]["budget"]) for s in "ab"]
+    fresh = cli_json("diverge", SYNTHETIC, "--budget", budgets[0], "--budget", budgets[1], "--json")
+    for side in "ab":
+        for name in ("run_id", "ratio"):
+            fresh["runs"][side][name] = analysis["runs"][side][name]
+    for candidate in fresh["retain"]:
+        candidate["run_id"] = analysis["runs"][candidate["run"]]["run_id"]
+    assert fresh == analysis
 
 
 def test_stored_runs_bad_input(tmp_path: Path) -> None:

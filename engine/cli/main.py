@@ -5,7 +5,7 @@
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
     dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
-    dtr-landscape serve | bench-dashboard           (app/commands.py, an entry point plugin)
+    dtr-landscape serve | bench-dashboard | figure  (app/commands.py, an entry point plugin)
     dtr-landscape sweep | runs                    (engine/sweep.py, engine/listing.py)
     dtr-landscape landscape | edges | holes       (engine/landscape.py, engine/holes.py)
     dtr-landscape import-traces | import-records | export   (engine/importers.py)
