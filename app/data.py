@@ -19,7 +19,6 @@ from app.jobs import JobStore
 from app.landscape import with_x
 from app.launch import compare_file
 from engine.landscape.diverge import ANALYSIS_FORMAT
-from engine.landscape.event_logs import event_log_path
 from engine.landscape.store import Store, StoreError, default_path
 
 EVENTS_DIR = "events"
@@ -128,6 +127,9 @@ def read_events(path: str | os.PathLike[str]) -> pd.DataFrame | None:
 
 
 def has_event_log(record: dict[str, Any]) -> bool:
+    """The run's own events_path, or events/<run_id>.parquet beside the store, is there."""
+    from engine.landscape.event_logs import event_log_path  # (it imports the simulator)
+
     return event_log_path(record, store_path().parent / EVENTS_DIR) is not None
 
 
