@@ -34,6 +34,7 @@ BROWSER_ENV = "BROWSER_PATH"  # kaleido's (choreographer's) own variable
 SYSTEM_CHROMIUM = Path("/usr/bin/chromium")
 PNG_SCALE = 2  # print resolution for raster figures
 RENDER_TIMEOUT_S = 60.0  # one call, browser start included: a bound, not an expectation
+# (the export route renders inside a gunicorn request: app/serve.py gives requests 90 s)
 # The export route renders in the web worker: one rendering at a time per worker, and a
 # request that cannot start within this long is told to try again.
 EXPORT_WAIT_S = 20.0
@@ -179,13 +180,17 @@ def render(
     for _, fmt in items:
         if fmt not in FORMATS:
             raise FigureError(f"unknown format {fmt!r}; one of: {', '.join(FORMATS)}")
-    # asyncio.run in a thread of its own: the caller may be inside an event loop already
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(asyncio.run, _render_all(items, timeout_s))
-        try:
-            return future.result(timeout=timeout_s + 30)
-        except concurrent.futures.TimeoutError:
-            raise FigureError(f"rendering took longer than {timeout_s:g} s") from None
+    # asyncio.run in a thread of its own: the caller may be inside an event loop already. On
+    # time-out the thread is left to finish: kaleido's own per-figure timeout then closes its
+    # browser, and this call returns now instead of waiting for that.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(asyncio.run, _render_all(items, timeout_s))
+    try:
+        return future.result(timeout=timeout_s)
+    except concurrent.futures.TimeoutError:
+        raise FigureError(f"rendering took longer than {timeout_s:g} s") from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 async def _render_all(items: Sequence[tuple[go.Figure, str]], timeout_s: float) -> list[bytes]:

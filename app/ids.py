@@ -58,6 +58,7 @@ RUN_OPERATOR_CHART = "run-operator-chart"
 # Compare (/compare?a=<run_id>&b=<run_id>)
 COMPARE_PAIR = "compare-pair"
 COMPARE_SHOWN = "compare-shown"
+COMPARE_QUEUED = "compare-queued"  # the diverge job this page queued
 COMPARE_STATUS = "compare-status"
 COMPARE_CONTENT = "compare-content"
 COMPARE_CHART = "compare-chart"

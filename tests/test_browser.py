@@ -36,6 +36,9 @@ expect = playwright.expect
 ARTIFACTS = REPO / "tests" / "artifacts"
 VIEWPORT = {"width": 1440, "height": 900}
 WAIT_MS = 60_000  # upper bound for a state to appear, never an assertion about speed
+# ... and for states that wait on engine jobs or a server-side rendering (a replay of
+# InceptionV4 on two cores shared with other work): generous, still never about speed
+JOB_WAIT_MS = 300_000
 TRACE = "synthetic-mlp"
 IMPORTED_TRACE = "imported-mlp"
 
@@ -313,7 +316,8 @@ def engine_analysis(db: Path, run_a: str, run_b: str, folder: Path) -> dict:
 def check_comparison(page, analysis: dict) -> None:  # type: ignore[no-untyped-def]
     """The page shows the engine's divergence, the failing run's victim and both outcomes."""
     divergence = analysis["divergence"]
-    expect(page.locator("#compare-divergence-operator")).to_have_text(f"{divergence['operator']:,}")
+    shown = page.locator("#compare-divergence-operator")
+    expect(shown).to_have_text(f"{divergence['operator']:,}", timeout=JOB_WAIT_MS)
     failing = analysis["failing"]
     victim = divergence[failing]
     expect(page.locator("#compare-failing-victim")).to_have_text(str(victim["storage"]))
@@ -330,7 +334,7 @@ def retain_and_see_outcome(page, db: Path, analysis: dict) -> dict:  # type: ign
     page.evaluate("window.__sameDocument = true")
     page.get_by_role("button", name=f"Retain storage {candidate['storage']}").click()
     heading = page.locator(".outcomes thead a", has_text=f"retaining {candidate['storage']}")
-    expect(heading).to_be_visible()
+    expect(heading).to_be_visible(timeout=JOB_WAIT_MS)
     run_id = heading.get_attribute("href").rsplit("/", 1)[-1]  # type: ignore[union-attr]
     stored = Store.open(db).run(run_id)
     assert stored is not None and stored["retained"] == candidate["retain"]
@@ -360,7 +364,7 @@ def test_compare_page_says_what_is_wrong(page, server) -> None:  # type: ignore[
 
 
 def download(page, link) -> bytes:  # type: ignore[no-untyped-def]
-    with page.expect_download() as started:
+    with page.expect_download(timeout=JOB_WAIT_MS) as started:
         link.click()
     path = started.value.path()
     assert path is not None
@@ -377,7 +381,7 @@ def test_charts_export_as_png_svg_and_pdf(page, server) -> None:  # type: ignore
         if fmt == "png":  # at the file size of app/figures.py, scale 2
             assert open_png(body) == (KINDS[kind].width * 2, KINDS[kind].height * 2)
     open_hole_comparison(page, base, TRACE)
-    expect(page.locator("#compare-divergence-operator")).to_be_visible()  # analysis cached
+    expect(page.locator("#compare-divergence-operator")).to_be_visible(timeout=JOB_WAIT_MS)
     for fmt in ("svg", "pdf"):
         check_file(fmt, download(page, page.locator(f"#export-compare .export-{fmt}")))
 

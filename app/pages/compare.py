@@ -67,6 +67,7 @@ def layout(a: str = "", b: str = "", **_query: object) -> html.Div:
         [
             dcc.Store(id=ids.COMPARE_PAIR, data={"a": a, "b": b}),
             dcc.Store(id=ids.COMPARE_SHOWN, data=False),
+            dcc.Store(id=ids.COMPARE_QUEUED),
             html.H2(["Compare two runs of ", dcc.Link(trace, href=f"/trace/{trace}")]),
             html.Ul(
                 [side_line("a", record_a), side_line("b", record_b)],
@@ -141,19 +142,23 @@ def _status(record_a: dict[str, Any], record_b: dict[str, Any], job: Job | None)
     Output(ids.COMPARE_RETRY, "hidden"),
     Output(ids.COMPARE_INTERVAL, "disabled"),
     Output(ids.COMPARE_SHOWN, "data"),
+    Output(ids.COMPARE_QUEUED, "data"),
     Input(ids.COMPARE_INTERVAL, "n_intervals"),
     Input(ids.COMPARE_RETRY, "n_clicks"),
     Input({"type": ids.COMPARE_RETAIN, "storage": ALL}, "n_clicks"),
     State(ids.COMPARE_PAIR, "data"),
     State(ids.COMPARE_SHOWN, "data"),
+    State(ids.COMPARE_QUEUED, "data"),
 )
-def refresh(_ticks: Any, retry: int, _retains: Any, pair: dict, shown: bool) -> tuple[Any, ...]:
+def refresh(
+    _ticks: Any, retry: int, _retains: Any, pair: dict, shown: bool, queued: int | None
+) -> tuple[Any, ...]:
     """Queue the analysis once, show it when cached, and keep the outcomes current."""
     run_a, run_b = pair["a"], pair["b"]
     record_a, record_b = data.run(run_a), data.run(run_b)
     if record_a is None or record_b is None:
         gone = html.Span("A run of this pair is no longer in the store.", className="error")
-        return no_update, gone, no_update, no_update, True, True, shown
+        return no_update, gone, no_update, no_update, True, True, shown, queued
     trigger = ctx.triggered_id
     message: Any = no_update
     analysis = data.read_compare(run_a, run_b)
@@ -175,6 +180,10 @@ def refresh(_ticks: Any, retry: int, _retains: Any, pair: dict, shown: bool) -> 
             for side in without_event_log(record_a, record_b)
             if record_a["trace"] not in data.catalog()
         ]
+        # a job that succeeded before this page asked, yet no analysis of today's format:
+        # the cache was removed or is of an older format, so compute it again
+        stale = job is not None and job.status == "done" and job.id != queued
+        retried = trigger == ids.COMPARE_RETRY and retry
         if unavailable and (job is None or job.status not in ACTIVE):
             status = html.Span(
                 f"Run {unavailable[0]} has no event log yet, and its trace "
@@ -183,8 +192,9 @@ def refresh(_ticks: Any, retry: int, _retains: Any, pair: dict, shown: bool) -> 
                 className="error",
                 role="alert",
             )
-        elif job is None or (trigger == ids.COMPARE_RETRY and retry and job.status not in ACTIVE):
-            job = data.jobs().get(submit_diverge(record_a, record_b))
+        elif job is None or stale or (retried and job.status not in ACTIVE):
+            queued = submit_diverge(record_a, record_b)
+            job = data.jobs().get(queued)
             status = _status(record_a, record_b, job)
         elif job.status in ACTIVE:
             status = _status(record_a, record_b, job)
@@ -206,4 +216,5 @@ def refresh(_ticks: Any, retry: int, _retains: Any, pair: dict, shown: bool) -> 
         retry_hidden,
         done,
         True if analysis is not None else shown,
+        queued,
     )
