@@ -20,7 +20,7 @@ from app.server import create_app
 from engine.landscape.event_logs import compare_stored, write_analysis
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
-from tests.helpers import check_file, cli, open_png
+from tests.helpers import check_file, cli, open_png, render_page
 
 TRACE = "synthetic-mlp"
 
@@ -175,3 +175,17 @@ def test_figure_command(env: dict, tmp_path: Path) -> None:
 def test_figure_command_bad_input(env: dict, args: tuple[str, ...], message: str) -> None:
     done = cli("figure", *args, "--db", str(env["db"]))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_pages_offer_their_charts_exports(client: FlaskClient, env: dict) -> None:
+    """PDF links to the server; PNG/SVG buttons for Plotly in the browser, where the chart's
+    graph id is a plain one."""
+    home = render_page(client, "/")
+    assert f"/export/strip.pdf?trace={TRACE}&policy=DTR" in home
+    assert f"/export/strip.png?trace={TRACE}&policy=DTR" in home  # pattern ids: server links
+    trace = render_page(client, f"/trace/{TRACE}")
+    for kind in ("strip", "scatter", "overhead"):
+        assert f"/export/{kind}.pdf?trace={TRACE}" in trace
+    assert trace.count('"type": "export-in-browser"') == 6
+    run = render_page(client, f"/run/{env['oom']}")  # its event log is recorded
+    assert f"/export/operators.pdf?run={env['oom']}" in run

@@ -26,9 +26,14 @@ def export_href(kind: str, fmt: str, params: Mapping[str, str]) -> str:
 
 
 def export_links(
-    kind: str, params: Mapping[str, str], label: str = "Export", graph: str | None = None
+    kind: str,
+    params: Mapping[str, str],
+    label: str = "Export",
+    graph: str | None = None,
+    key: str | None = None,
 ) -> html.Div:
-    """`Export: PNG · SVG · PDF` for the chart `kind` drawn in the dcc.Graph `graph`."""
+    """`Export: PNG · SVG · PDF` for the chart `kind` drawn in the dcc.Graph `graph`; `key`
+    tells apart several charts of one kind on a page (the overview's strips)."""
     from app.figures import KINDS, file_name
 
     size = KINDS[kind]
@@ -62,4 +67,4 @@ def export_links(
                 title=title,
             )
         children.append(control)
-    return html.Div(children, className="export", id=f"export-{kind}")
+    return html.Div(children, className="export", id=f"export-{kind}" + (f"-{key}" if key else ""))
