@@ -84,10 +84,9 @@ class DivergeError(ValueError):
 @dataclass(frozen=True)
 class Decision:
     row: int  # position in the run's event log (evictions and rematerializations only)
-    number: int  # 1-based: the run's n-th policy decision
+    number: int  # 1-based: the run's n-th policy decision (its row among them is number - 1)
     operator: int
     storage: int
-    values: dict[str, Any]
 
 
 class _Log:
@@ -112,17 +111,17 @@ class _Log:
         _check_matches(side, self, record)
         self.by_operator: dict[int, list[Decision]] = {}
         self.decisions: list[Decision] = []
-        policy = log[log["kind"] == "evict_policy"]
+        # the policy's rows, read whole only for the few decisions the analysis reports
+        self.policy = log[log["kind"] == "evict_policy"].reset_index(drop=True)
         rows = [i for i, kind in enumerate(self.kinds) if kind == "evict_policy"]
-        for number, (row, values) in enumerate(
-            zip(rows, policy.to_dict("records"), strict=True), start=1
-        ):
-            decision = Decision(
-                row, number, int(values["operator"]), int(values["storage"]), values
-            )
+        for number, row in enumerate(rows, start=1):
+            decision = Decision(row, number, self.operators[row], self.storages[row])
             self.decisions.append(decision)
             self.by_operator.setdefault(decision.operator, []).append(decision)
         self.decision_operators = [d.operator for d in self.decisions]
+
+    def values(self, decision: Decision) -> dict[str, Any]:
+        return dict(self.policy.iloc[decision.number - 1].to_dict())
 
     def at(self, operator: int, index: int) -> list[Decision]:
         return self.by_operator.get(operator, [])[index:]
@@ -217,10 +216,10 @@ def _whole(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def _victim(decision: Decision | None) -> dict[str, Any] | None:
+def _victim(log: _Log, decision: Decision | None) -> dict[str, Any] | None:
     if decision is None:
         return None
-    values = decision.values
+    values = log.values(decision)
 
     def whole(name: str) -> int | None:
         return _whole(values.get(name))
@@ -245,7 +244,7 @@ def _position(logs: Sequence[_Log], operator: int, index: int) -> dict[str, Any]
         "operator": operator,
         "index": index,  # decisions of this operator the runs agreed on before it
         **{
-            side: _victim(log.next_decision(operator, index))
+            side: _victim(log, log.next_decision(operator, index))
             for side, log in zip(SIDES, logs, strict=True)
         },
     }
