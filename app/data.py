@@ -8,6 +8,7 @@ forks), and the jobs table through app/jobs.py. Nothing here simulates.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import pandas as pd
 
 from app.jobs import JobStore
 from app.landscape import with_x
+from app.launch import compare_file
+from engine.landscape.diverge import ANALYSIS_FORMAT
 from engine.landscape.ids import check_run_id, inside
 from engine.landscape.store import Store, StoreError, default_path
 
@@ -128,6 +131,49 @@ def read_events(path: str | os.PathLike[str]) -> pd.DataFrame | None:
     if not target.is_file():
         return None
     return pd.read_parquet(target)
+
+
+def has_event_log(record: dict[str, Any]) -> bool:
+    """The run's own events_path, or events/<run_id>.parquet beside the store, is there."""
+    from engine.landscape.event_logs import event_log_path  # (it imports the simulator)
+
+    return event_log_path(record, store_path().parent / EVENTS_DIR) is not None
+
+
+def compare_path(run_a: str, run_b: str) -> Path:
+    """Where the diverge analysis of runs a and b is cached (written by the engine job)."""
+    return compare_file(store_path(), run_a, run_b)
+
+
+def read_compare(run_a: str, run_b: str) -> dict[str, Any] | None:
+    """The cached analysis of (a, b), or None when there is none of the current format."""
+    path = compare_path(run_a, run_b)
+    try:
+        analysis = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    runs = analysis.get("runs") or {}
+    ids = [(runs.get(side) or {}).get("run_id") for side in ("a", "b")]
+    if analysis.get("format") != ANALYSIS_FORMAT or ids != [run_a, run_b]:
+        return None
+    return dict(analysis)
+
+
+def what_if_run(record: dict[str, Any], retained: list[int]) -> dict[str, Any] | None:
+    """The newest stored run of `record`'s trace, policy and budget that retained exactly
+    `retained` (the compare page's what-if), or None."""
+    sha = record.get("trace_sha256")
+    frame = _query(
+        f"SELECT run_id FROM runs WHERE {'trace_sha256' if sha else 'trace'} = ? AND policy = ? "
+        "AND budget = ? AND retained = ? ORDER BY started_at DESC NULLS LAST LIMIT 1",
+        [
+            sha or record["trace"],
+            record["policy"],
+            int(record["budget"]),
+            ",".join(str(s) for s in sorted(retained)),
+        ],
+    )
+    return run(str(frame["run_id"].iloc[0])) if not frame.empty else None
 
 
 def _query(sql: str, params: list[Any] | None = None) -> pd.DataFrame:

@@ -3,6 +3,10 @@
 Pattern-matching ids (dicts) use a `type` from here, so two pages never collide.
 """
 
+# The app's frame (app/server.py)
+EXPORT_DONE = "export-done"  # the in-browser export callback's output
+EXPORT_IN_BROWSER = "export-in-browser"  # pattern: {type, graph, format, file, width, height}
+
 # Overview (/)
 HOME_POLICY = "home-policy"
 HOME_STRIPS = "home-strips"
@@ -20,6 +24,7 @@ TRACE_PINNED = "trace-pinned"
 TRACE_DEPTH_MODE = "trace-depth-mode"
 TRACE_OVERHEAD = "trace-overhead"
 TRACE_HOLES = "trace-holes"
+TRACE_EXPORTS = "trace-exports"
 TRACE_INTERVAL = "trace-interval"
 TRACE_FINGERPRINT = "trace-fingerprint"
 TRACE_LOCATION = "trace-location"
@@ -52,3 +57,16 @@ RUN_MESSAGE = "run-message"
 RUN_TOKEN = "run-token"
 RUN_EVENT_TABLE = "run-event-table"
 RUN_OPERATOR_CHART = "run-operator-chart"
+
+# Compare (/compare?a=<run_id>&b=<run_id>)
+COMPARE_PAIR = "compare-pair"
+COMPARE_SHOWN = "compare-shown"
+COMPARE_QUEUED = "compare-queued"  # the diverge job this page queued
+COMPARE_STATUS = "compare-status"
+COMPARE_CONTENT = "compare-content"
+COMPARE_CHART = "compare-chart"
+COMPARE_OUTCOMES = "compare-outcomes"
+COMPARE_INTERVAL = "compare-interval"
+COMPARE_RETRY = "compare-retry"
+COMPARE_RETAIN = "compare-retain"  # pattern: {"type": COMPARE_RETAIN, "storage": id}
+COMPARE_MESSAGE = "compare-message"

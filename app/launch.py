@@ -10,6 +10,8 @@ stores.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -280,6 +282,12 @@ def plan(
         return Plan(
             [Step(argv, f"{spec['budget']:,} B", stores=False)], total=1, events_path=str(target)
         )
+    if kind == "diverge":
+        # the compare page's analysis: engine/cli/diverge.py records the missing event logs
+        out = compare_file(db, spec["a"], spec["b"])
+        argv = engine("diverge", "--runs", spec["a"], spec["b"], "--db", str(db))
+        argv += ["--events-dir", str(events_dir or db.parent / "events"), "--out", str(out)]
+        return Plan([Step(argv, "", stores=False)], total=spec.get("total"))
     if kind in ("list", "grid", "refine"):
         ratios: list[float] = list(spec["ratios"])
         if "sweep" in commands:
@@ -306,6 +314,22 @@ def plan(
         argv = engine("edges", trace, "--policy", policy, "--cap", cap, "--db", str(db), "--json")
         return Plan([Step(argv, "", stores=False)])
     raise PlanError(f"unknown job kind {kind!r}")
+
+
+COMPARE_DIR = "compare"
+
+
+def compare_file(db: Path, run_a: str, run_b: str) -> Path:
+    """Where the compare page's analysis of (a, b) is cached: compare/<a>__<b>.json beside
+    the store. Ids that are not plain file names are hashed."""
+
+    def safe(run_id: str) -> str:
+        # no underscores: "__" then separates the two ids unambiguously
+        if re.fullmatch(r"[A-Za-z0-9.-]{1,64}", run_id) and not run_id.startswith("."):
+            return run_id
+        return hashlib.sha256(run_id.encode()).hexdigest()[:32]
+
+    return db.parent / COMPARE_DIR / f"{safe(run_a)}__{safe(run_b)}.json"
 
 
 def seed_specs(traces: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:

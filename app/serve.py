@@ -31,6 +31,10 @@ def gunicorn_command(host: str, port: int, workers: int) -> list[str]:
         f"{host}:{port}",
         "--workers",
         str(workers),
+        # a PDF export renders in its request (app/figures.py, bounded at 60 s): more than
+        # gunicorn's default 30 s, so a slow rendering is answered, not its worker killed
+        "--timeout",
+        "90",
         "app.wsgi:server",
     ]
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import dash
-from dash import dcc, html
+from dash import ALL, ClientsideFunction, Input, Output, dcc, html
+
+from app import ids
 
 PAGES_FOLDER = Path(__file__).resolve().parent / "pages"
 TITLE = "DTR landscape"
@@ -28,6 +30,9 @@ def create_app() -> dash.Dash:
         # would also call every page's layout (and so read the store) to validate callbacks.
         suppress_callback_exceptions=True,
     )
+    from app.figures import register_routes
+
+    register_routes(app.server)  # GET /export/<kind>.<format>: figures as files
     app.layout = html.Div(
         [
             html.Header(
@@ -37,6 +42,15 @@ def create_app() -> dash.Dash:
                 ]
             ),
             html.Main(dash.page_container),
+            dcc.Store(id=ids.EXPORT_DONE),
         ]
+    )
+    # PNG and SVG exports are drawn by Plotly in the browser (app/assets/export.js)
+    export_id = {k: ALL for k in ("graph", "format", "file", "width", "height")}
+    app.clientside_callback(
+        ClientsideFunction(namespace="exports", function_name="download"),
+        Output(ids.EXPORT_DONE, "data"),
+        Input({"type": ids.EXPORT_IN_BROWSER, **export_id}, "n_clicks"),
+        prevent_initial_call=True,
     )
     return app

@@ -1,14 +1,18 @@
-"""Small helpers shared by tests: running the real CLI in a subprocess, and skipping (or,
-in CI, failing) when data from outside the repository is missing."""
+"""Small helpers shared by tests: running the real CLI in a subprocess, skipping (or, in
+CI, failing) when data from outside the repository is missing, rendering a page, opening
+exported figure files."""
 
 from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import NoReturn
+from xml.etree import ElementTree
 
 import pytest
 from flask.testing import FlaskClient
@@ -66,3 +70,39 @@ def render_page(client: FlaskClient, pathname: str, search: str = "") -> str:
     response = client.post("/_dash-update-component", json=payload)
     assert response.status_code == 200
     return json.dumps(response.get_json()["response"]["_pages_content"])
+
+
+def open_png(body: bytes) -> tuple[int, int]:
+    """(width, height) of a PNG whose image data decompresses: the file opens."""
+    assert body[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, idat, size = 8, b"", (0, 0)
+    while offset < len(body):
+        (length,) = struct.unpack(">I", body[offset : offset + 4])
+        kind = body[offset + 4 : offset + 8]
+        chunk = body[offset + 8 : offset + 8 + length]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", chunk[:8])
+        elif kind == b"IDAT":
+            idat += chunk
+        offset += 12 + length
+        if kind == b"IEND":
+            break
+    pixels = zlib.decompress(idat)
+    assert len(pixels) >= size[0] * size[1]  # at least one byte a pixel
+    return size
+
+
+def open_svg(body: bytes) -> ElementTree.Element:
+    root = ElementTree.fromstring(body)
+    assert root.tag.endswith("svg") and len(root) > 0
+    return root
+
+
+def open_pdf(body: bytes) -> None:
+    assert body.startswith(b"%PDF-") and b"%%EOF" in body[-1024:]
+    assert b"/Type /Page" in body or b"/Type/Page" in body
+
+
+def check_file(fmt: str, body: bytes) -> None:
+    assert body, f"empty {fmt}"
+    {"png": open_png, "svg": open_svg, "pdf": open_pdf}[fmt](body)

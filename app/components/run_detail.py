@@ -126,3 +126,24 @@ def neighbour_links(below: dict[str, Any] | None, above: dict[str, Any] | None) 
         [link(below, "nearest budget below"), " \u00b7 ", link(above, "nearest budget above")],
         className="neighbours",
     )
+
+
+def compare_links(run_id: str, below: dict[str, Any] | None, above: dict[str, Any] | None) -> Any:
+    """Compare this run with its neighbour below or above (the lower budget is run a)."""
+    links: list[Any] = []
+    for run, a, b, text in (
+        (below, below and below["run_id"], run_id, "budget below"),
+        (above, run_id, above and above["run_id"], "budget above"),
+    ):
+        if run is None:
+            continue
+        if links:
+            links.append(" \u00b7 ")
+        links.append(
+            dcc.Link(
+                f"compare with the {text} ({run['status']})",
+                href=f"/compare?a={a}&b={b}",
+                className="compare-link",
+            )
+        )
+    return html.Div(links or "No neighbour to compare with.", className="neighbours")

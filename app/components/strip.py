@@ -82,8 +82,10 @@ def outcome_strip(
     height: int = 170,
     uirevision: str = "strip",
     x_range: tuple[float, float] | None = None,
+    webgl_above: int | None = WEBGL_ABOVE,
 ) -> go.Figure:
-    """The strip figure for `frame` (runs of one trace, with `x` = budget / peak)."""
+    """The strip figure for `frame` (runs of one trace, with `x` = budget / peak).
+    `webgl_above`: points past which markers are WebGL (None: always SVG, as in files)."""
     fig = go.Figure()
     has_x = not frame.empty and "x" in frame
     data = frame[frame["x"].notna()] if has_x else frame
@@ -94,7 +96,7 @@ def outcome_strip(
         if band is not None:
             fig.add_trace(band)
     # Thousands of SVG markers are slow to draw: WebGL above that (a page holds ~8 contexts).
-    scatter = go.Scattergl if len(data) > WEBGL_ABOVE else go.Scatter
+    scatter = go.Scattergl if webgl_above is not None and len(data) > webgl_above else go.Scatter
     for status in OUTCOMES:
         part = data[data["status"] == status] if not data.empty else data
         imported = [is_imported(s) for s in part["source"]] if not part.empty else []

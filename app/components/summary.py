@@ -18,6 +18,7 @@ HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("first_ok_above", "first ok above"),
     ("failing_samples", "failing samples"),
     ("exact_width", "exact width (bytes)"),
+    ("compare", "why it fails"),
 )
 
 
@@ -95,13 +96,17 @@ def hole_rows(holes: Holes) -> list[dict[str | float | int, Any]]:
             "failing_samples": r.failing_samples,
             "exact_width": width_text(r),
             "first_fail_id": r.first_fail.run_id,
+            # a click on this cell opens the compare page: last ok below vs first failure
+            "compare": "compare \u25b8",
+            "compare_href": f"/compare?a={r.last_ok_below.run_id}&b={r.first_fail.run_id}",
         }
         for i, r in enumerate(holes.regions, start=1)
     ]
 
 
 def holes_table(holes: Holes, table_id: str) -> DataTable:
-    """One row per failure region; clicking a cell opens the region's first failing run."""
+    """One row per failure region; clicking a cell opens the region's first failing run,
+    clicking its "compare" cell compares it with the last completing run below."""
     return DataTable(
         id=table_id,
         columns=[{"name": label, "id": key} for key, label in HOLE_COLUMNS],

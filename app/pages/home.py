@@ -13,6 +13,7 @@ from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from app import data, ids
+from app.components.export import export_links
 from app.components.launch_form import policy_dropdown
 from app.components.strip import outcome_strip
 from app.components.summary import facts, trace_card, traces_without_runs
@@ -46,7 +47,9 @@ def strip_cards(policy: str) -> list[html.Section]:
             figure=outcome_strip(runs, uirevision=f"home-{name}"),
             config={"displaylogo": False},
         )
-        cards.append(trace_card(name, source, pairs, graph))
+        # the strips' ids are patterns: their exports are all rendered by the server
+        export = export_links("strip", {"trace": name, "policy": policy}, key=name)
+        cards.append(trace_card(name, source, pairs, html.Div([graph, export])))
     if empty:
         cards.append(traces_without_runs(empty, policy))
     return cards

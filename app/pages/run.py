@@ -17,10 +17,12 @@ from dash.exceptions import PreventUpdate
 from app import data, ids
 from app.access import token_problem, token_required
 from app.components.charts import operator_chart
+from app.components.export import export_links
 from app.components.launch_form import token_field
 from app.components.not_found import not_found
 from app.components.outcomes import fmt_bytes, fmt_ratio
 from app.components.run_detail import (
+    compare_links,
     event_summary,
     event_table,
     failure_snapshot,
@@ -57,6 +59,7 @@ def events_view(record: dict[str, Any]) -> tuple[Any, bool]:
         return [
             event_summary(events),
             dcc.Graph(id=ids.RUN_OPERATOR_CHART, figure=operator_chart(events)),
+            export_links("operators", {"run": str(record["run_id"])}, graph=ids.RUN_OPERATOR_CHART),
             html.H4("Evictions and rematerializations"),
             event_table(events, ids.RUN_EVENT_TABLE),
         ], True
@@ -131,6 +134,7 @@ def layout(run_id: str = "", **_query: object) -> html.Div:
                             html.Div(id=ids.RUN_MESSAGE, role="status", className="message"),
                             html.H3("Compare"),
                             neighbour_links(below, above),
+                            compare_links(run_id, below, above),
                         ],
                         className="half",
                     ),

@@ -29,6 +29,7 @@ from dash.exceptions import PreventUpdate
 from app import data, ids
 from app.access import token_problem, token_required
 from app.components.charts import DEPTH_COLUMNS, overhead_curve, pinned_vs_depth
+from app.components.export import export_links
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
@@ -62,6 +63,22 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
             else html.P("No failure regions among the sampled budgets.")
         ),
         "summary": facts_list(pairs),
+        "exports": html.Div(
+            [
+                export_links(kind, {"trace": name, "policy": policy, **extra}, label, graph)
+                for kind, label, extra, graph in (
+                    ("strip", "Export the strip", {}, ids.TRACE_STRIP),
+                    (
+                        "scatter",
+                        "the pinned/depth scatter",
+                        {"depth": depth_column},
+                        ids.TRACE_PINNED,
+                    ),
+                    ("overhead", "the overhead curve", {}, ids.TRACE_OVERHEAD),
+                )
+            ],
+            className="exports",
+        ),
     }
 
 
@@ -117,6 +134,7 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
                 ],
                 className="row",
             ),
+            html.Div(built["exports"], id=ids.TRACE_EXPORTS),
             html.H3("Holes (sampled)"),
             html.Div(built["holes"], id=f"{ids.TRACE_HOLES}-box"),
             html.H3("Launch"),
@@ -147,6 +165,7 @@ def jobs_view(name: str) -> html.Div:
     Output(ids.TRACE_OVERHEAD, "figure"),
     Output(f"{ids.TRACE_HOLES}-box", "children"),
     Output(ids.TRACE_SUMMARY, "children"),
+    Output(ids.TRACE_EXPORTS, "children"),
     Output(ids.TRACE_FINGERPRINT, "data"),
     Input(ids.TRACE_INTERVAL, "n_intervals"),
     Input(ids.TRACE_POLICY, "value"),
@@ -166,6 +185,7 @@ def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple
         built["overhead"],
         built["holes"],
         built["summary"],
+        built["exports"],
         current,
     )
 
@@ -304,10 +324,14 @@ def open_run(*_clicks: Any) -> Any:
     prevent_initial_call=True,
 )
 def open_hole(cell: dict | None, rows: list[dict] | None) -> Any:
-    """A click in the holes table opens the region's first failing run."""
+    """A click in the holes table opens the region's first failing run (the compare cell:
+    the compare page of the last ok run below and the first failing one)."""
     if not cell or not rows or cell.get("row", -1) >= len(rows):
         raise PreventUpdate
-    return f"/run/{rows[cell['row']]['first_fail_id']}"
+    row = rows[cell["row"]]
+    if cell.get("column_id") == "compare":
+        return row["compare_href"]
+    return f"/run/{row['first_fail_id']}"
 
 
 @callback(

@@ -5,10 +5,11 @@
                   [--time-limit S] [--retain IDS] [--events FILE] [--traces DIR]
                   [--backend engine|simrd]
     dtr-landscape bench [--simrd] [--simrd-slow] [--points TRACE:RATIO ...] [--no-store]
-    dtr-landscape serve | bench-dashboard      (app/commands.py, an entry point plugin)
+    dtr-landscape serve | bench-dashboard | figure  (app/commands.py, an entry point plugin)
     dtr-landscape sweep | runs                 (engine/cli/sweeps.py)
     dtr-landscape landscape | edges | holes    (engine/cli/landscapes.py)
     dtr-landscape import-traces | import-records | export   (engine/cli/records.py)
+    dtr-landscape diverge                      (engine/cli/diverge.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -196,6 +197,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "engine.cli.sweeps",
     "engine.cli.landscapes",
     "engine.cli.records",
+    "engine.cli.diverge",
 )
 PLUGIN_GROUP = "dtr_landscape.commands"
 
