@@ -64,6 +64,19 @@ def _outputs(*pairs: tuple[str, str]) -> dict[str, Any]:
     return {"output": ".." + "...".join(f"{i}.{p}" for i, p in pairs) + "..", "outputs": specs}
 
 
+def _declared(dependencies: list[dict[str, Any]], first: str) -> dict[str, Any] | None:
+    """The `output`/`outputs` of the served callback whose first output is `first` (an
+    `id.property`), as the page's JavaScript sends them: read from /_dash-dependencies, so a
+    callback that gains an output is still called the way a browser calls it."""
+    for dependency in dependencies:
+        declared = str(dependency.get("output", ""))
+        names = declared.strip(".").split("...") if declared.startswith("..") else [declared]
+        if names and names[0] == first:
+            pairs = [name.rsplit(".", 1) for name in names]
+            return _outputs(*((component, prop) for component, prop in pairs))
+    return None
+
+
 def _router(pathname: str) -> dict[str, Any]:
     return {
         **_outputs(("_pages_content", "children"), ("_pages_store", "data")),
@@ -127,14 +140,26 @@ def _jobs_refresh() -> dict[str, Any]:
 class Browsing(HttpUser):
     wait_time = between(0.5, 2.0)
 
+    dependencies: list[dict[str, Any]] | None = None
+
     def _get(self, path: str, name: str) -> bool:
         with self.client.get(path, name=name, catch_response=True) as response:
             if response.status_code != 200:
                 response.failure(f"status {response.status_code}")
                 return False
+            if path == "/_dash-dependencies" and self.dependencies is None:
+                try:
+                    self.dependencies = response.json()
+                except ValueError:
+                    response.failure("not JSON")
+                    return False
             return True
 
     def _callback(self, payload: dict[str, Any], name: str) -> bool:
+        first = payload["output"].strip(".").split("...")[0]
+        declared = _declared(self.dependencies or [], first)
+        if declared is not None:
+            payload = {**payload, **declared}
         with self.client.post(CALLBACK, json=payload, name=name, catch_response=True) as response:
             if response.status_code == 204:  # PreventUpdate: nothing changed, a valid answer
                 return True

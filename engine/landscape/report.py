@@ -146,7 +146,8 @@ def compare_published(
                     "first_ok_above": above,
                 },
                 "samples": samples,
-                "agrees": all(s["agrees"] for s in samples if s["agrees"] is not None),
+                # False: a sample's exact status differs; None: not every sample walked yet
+                "agrees": _all_agree([s["agrees"] for s in samples]),
                 "exact_holes": inside,
             }
         )
@@ -161,6 +162,12 @@ def compare_published(
         "holes_not_in_paper": unseen,
         "paper_reports_none": not PUBLISHED[name],
     }
+
+
+def _all_agree(verdicts: list[bool | None]) -> bool | None:
+    if any(v is False for v in verdicts):
+        return False
+    return None if any(v is None for v in verdicts) else True
 
 
 def _sample(ratio: float, expected: str, peak: int, intervals: list[Interval]) -> dict[str, Any]:
@@ -223,11 +230,11 @@ def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 
         elif published["paper_reports_none"]:
             paper = f"none; {len(published['holes_not_in_paper'])} exact holes found"
         else:
-            agree = all(r["agrees"] for r in published["regions"])
+            agree = _all_agree([r["agrees"] for r in published["regions"]])
+            verdict = {True: "agree", False: "DISAGREE", None: "not all walked yet"}[agree]
             paper = (
-                f"{len(published['regions'])} regions, samples "
-                f"{'agree' if agree else 'DISAGREE'}; {len(published['holes_not_in_paper'])} "
-                "more exact holes"
+                f"{len(published['regions'])} regions, samples {verdict}; "
+                f"{len(published['holes_not_in_paper'])} more exact holes"
             )
         lines.append(
             f"| {t['trace']} | {t['executions']:,} | {done / (b - a + 1):.4f} | {len(holes):,} "
