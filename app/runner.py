@@ -38,6 +38,8 @@ from app.launch import Plan, PlanError, engine, plan, seed_specs
 
 POLL_S = 0.25
 HEARTBEAT_S = 2.0
+# A runner started on demand by a web worker (ensure_runner) returns after this long idle.
+IDLE_EXIT_S = 300.0
 KILL_GRACE_S = 5.0
 LOG_LINES = 20
 COMMANDS_TTL_S = 60.0
@@ -127,9 +129,19 @@ class Runner:
         for spec, label in seed_specs(traces):
             self.jobs.submit(spec, label)
 
-    def loop(self) -> None:
+    def loop(self, exit_when_idle: float | None = None) -> None:
+        """Run jobs until stopped; with `exit_when_idle`, also return after that many seconds
+        with nothing running or queued (a runner a web worker started on demand must not
+        outlive its server: the next job starts another)."""
+        idle_since = time.time()
         while not (self.stopping and not self.active):
             now = time.time()
+            if self.active:
+                idle_since = now
+            elif exit_when_idle is not None and now - idle_since > exit_when_idle:
+                if self.jobs.next_queued() is None:
+                    return
+                idle_since = now
             if now - self.last_beat >= HEARTBEAT_S:
                 self.jobs.heartbeat(os.getpid())
                 self.last_beat = now
@@ -300,6 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.runner")
     parser.add_argument("--db", help="the DuckDB store (default: DTR_LANDSCAPE_DB)")
     parser.add_argument("--seed", action="store_true", help="seed an empty store")
+    parser.add_argument(
+        "--exit-when-idle",
+        type=float,
+        metavar="SECONDS",
+        help="return after this long with no job running or queued",
+    )
     args = parser.parse_args(argv)
     db = default_path(args.db).resolve()
     path = lock_path(db)
@@ -315,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         runner.recover()
         if args.seed:
             runner.seed()
-        runner.loop()
+        runner.loop(exit_when_idle=args.exit_when_idle)
     return 0
 
 
@@ -332,7 +350,8 @@ def ensure_runner(db: Path) -> None:
             _spawned.remove(process)
     _spawned.append(
         subprocess.Popen(
-            [sys.executable, "-m", "app.runner", "--db", str(db)],
+            [sys.executable, "-m", "app.runner", "--db", str(db)]
+            + ["--exit-when-idle", str(IDLE_EXIT_S)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +57,12 @@ def runner(store: dict) -> Iterator[Path]:
         cwd=REPO,
         env={**os.environ, "DTR_LANDSCAPE_MAX_JOBS": "1"},
     )
+    jobs = JobStore.beside(store["db"])
+    deadline = time.monotonic() + 120
+    # until its first heartbeat, the page's code would start a runner of its own
+    while not jobs.runner_alive() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert process.poll() is None, "the runner exited"
     try:
         yield store["db"]
     finally:

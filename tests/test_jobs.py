@@ -137,3 +137,21 @@ def test_runner_seeds_an_empty_store(tmp_path: Path) -> None:
     # a second start on a seeded store queues nothing more
     Runner(db).seed()
     assert jobs.count() == 1
+
+
+def test_a_runner_started_on_demand_goes_when_idle(tmp_path: Path) -> None:
+    """The runner a web worker starts (ensure_runner) must not outlive its server: with
+    nothing to do it returns on its own; a queued job keeps it until the job is done."""
+    db = tmp_path / "landscape.duckdb"
+    jobs = JobStore.beside(db)
+    job_id = jobs.submit(spec(kind="run", ratio=0.5, total=1), "run at 0.5")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.runner", "--db", str(db), "--exit-when-idle", "1"], cwd=REPO
+    )
+    try:
+        assert process.wait(timeout=WAIT_S) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    job = jobs.get(job_id)
+    assert job is not None and job.status == "done"
