@@ -14,6 +14,7 @@ between the modes of one run much less.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import time
@@ -23,32 +24,16 @@ from typing import Any
 from engine.sim import native
 from engine.sim.native import NativeSimulation
 from engine.sim.policies import make_policy
+from engine.sim.runtime import RunResult
 from engine.sim.simulate import baseline, budget_for, limit_for, load
 
 # (trace, from ratio, to ratio, at most this many executions)
 WALKS = (("resnet32", 0.095, 0.110, None), ("unrolled_gan", 0.30, 0.60, 150))
 
 
-def _compared(result: Any) -> tuple:
-    return tuple(
-        getattr(result, name)
-        for name in (
-            "budget",  # failure.over_by is measured against it
-            "status",
-            "clock",
-            "remat_compute",
-            "evictions",
-            "policy_evictions",
-            "rematerializations",
-            "operators",
-            "max_memory",
-            "peak_pinned",
-            "depth_at_peak_pinned",
-            "max_nesting_depth",
-            "failure",
-            "same_execution",
-        )
-    )
+def _compared(result: RunResult) -> RunResult:
+    """Every field of a run's result but its wall time."""
+    return dataclasses.replace(result, wall_s=0.0)
 
 
 def _walk_modes(
@@ -60,7 +45,7 @@ def _walk_modes(
     start, end = budget_for(start_ratio, base.peak), budget_for(end_ratio, base.peak)
     remat_limit = limit_for(base, 60)
     timings: dict[str, tuple[int, float]] = {}
-    records: dict[str, list[tuple]] = {}
+    records: dict[str, list[RunResult]] = {}
     stats: dict[str, dict[str, int]] = {}
     for mode, merging in (("prefix+suffix", True), ("prefix", False)):
         walk = native.Walk(program, start, policy, remat_limit=remat_limit, merging=merging)
@@ -79,7 +64,7 @@ def _walk_modes(
     began = time.perf_counter()
     fresh = []
     for record in records["prefix+suffix"]:
-        budget = record[0]  # the walk's budget for this execution
+        budget = record.budget  # the walk's budget for this execution
         sim = NativeSimulation(program, budget, policy, remat_limit=remat_limit)
         fresh.append(_compared(sim.run()))
     timings["replay"] = (count, time.perf_counter() - began)
