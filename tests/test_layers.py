@@ -187,3 +187,19 @@ def test_every_cited_file_exists() -> None:
     assert not stale, "\n".join(stale)
     fixed = STALE_FOR_NOW - {(w, c) for w, _, c in missing}
     assert not fixed, f"fixed: remove from STALE_FOR_NOW: {fixed}"
+
+
+def test_the_command_line_starts_without_pandas_or_duckdb() -> None:
+    # Every command builds the whole parser first; a subcommand module importing pandas at
+    # its top (engine/cli/diverge.py once did) added a second to every `run` and walk.
+    import subprocess
+
+    probe = (
+        "import sys; from engine.cli.main import build_parser; build_parser(); "
+        "print(' '.join(m for m in ('pandas', 'duckdb', 'numpy', 'pyarrow', 'dash') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "", f"imported at start-up: {out.stdout.strip()}"

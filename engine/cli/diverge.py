@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli import arguments
-from engine.landscape.diverge import SIDES, diverge
 from engine.sim.policies import POLICIES
 from engine.sim.simulate import DEFAULT_CAP, parse_retain
 
@@ -131,6 +130,8 @@ def _points(args: argparse.Namespace) -> dict[str, Any]:
         _progress(2, 3, "analysing the two event logs")
         import pandas as pd
 
+        from engine.landscape.diverge import diverge
+
         analysis = diverge(pd.read_parquet(paths[0]), pd.read_parquet(paths[1]), *records)
     _progress(3, 3, "done")
     return analysis
@@ -174,6 +175,7 @@ def victim_text(victim: Mapping[str, Any] | None) -> str:
 
 def describe(analysis: Mapping[str, Any]) -> list[str]:
     """The analysis in a few lines of text (the CLI's output without --json)."""
+    from engine.landscape.diverge import SIDES  # it imports pandas: not at every start-up
     runs = analysis["runs"]
     lines = [
         f"{analysis['trace']}: a = {runs['a']['budget']:,} B ({runs['a']['status']}), "
