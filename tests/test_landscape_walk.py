@@ -260,3 +260,61 @@ def test_a_killed_walk_resumes_from_the_store(tmp_path: Path, env: dict[str, str
     fresh = cli_json(*args, "--db", str(tmp_path / "fresh.duckdb"), "--json", env=env)
     assert _outcomes(resumed) == _outcomes(fresh)
     assert resumed["runs_reused"] + resumed["runs_executed"] >= len(fresh["intervals"])
+
+
+def _compared(done: object) -> list[dict]:
+    """A chunk's records without what differs between equal executions (ids, clocks)."""
+    return [
+        {k: v for k, v in t.record.items() if k not in ("run_id", "wall_s")}
+        for t in done.runs  # type: ignore[attr-defined]
+    ]
+
+
+def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk that reports early (its run or time limit) leaves its walk positioned at the
+    next budget; the chunk continuing it in this process resumes that state instead of a
+    fresh run, and the records are those of one uninterrupted chunk."""
+    from engine.landscape.chunks import ChunkTask, walk_chunk
+    from engine.sim import native
+    from engine.sim.catalog import resolve
+    from engine.sim.simulate import baseline, budget_for, load
+
+    if not native.available():
+        pytest.skip("the C runtime is not built")  # pragma: no cover (CI builds it)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    ref = resolve(SYNTHETIC)
+    peak = baseline(load(ref)[1]).peak
+    start, end = budget_for(0.395, peak), budget_for(0.402, peak)
+    whole = walk_chunk(ref, ChunkTask("DTR", 60.0, start, end, max_runs=12))
+    first = walk_chunk(ref, ChunkTask("DTR", 60.0, start, end, max_runs=5))
+    assert first.next_budget is not None and first.fresh_runs == 1
+    rest = walk_chunk(ref, ChunkTask("DTR", 60.0, first.next_budget, end, max_runs=7))
+    assert rest.fresh_runs == 0 and rest.resumed_runs == 7  # no fresh run: the walk went on
+    assert _compared(first) + _compared(rest) == _compared(whole)
+    # a chunk elsewhere (another budget) starts afresh, and the kept walk is dropped
+    other = walk_chunk(ref, ChunkTask("DTR", 60.0, start, end, max_runs=3))
+    assert other.fresh_runs == 1 and _compared(other) == _compared(whole)[:3]
+
+
+def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:
+    """Just past a hole's edge intervals are a few bytes wide while the chunk's other
+    megabytes are one execution: the cut lands a few intervals ahead, not halfway."""
+    from datetime import datetime
+
+    from engine.landscape.chunks import ChunkDone, ChunkTask, Timed, rest_split
+
+    now = datetime.now()
+    runs = [
+        Timed({"same_execution": {"lo": 1000 + 100 * k, "hi": 1099 + 100 * k}}, now, now)
+        for k in range(40)
+    ]  # 40 executions of 100 bytes: [1000, 4999]
+    done = ChunkDone(ChunkTask("DTR", 60.0, 1000, 10_000_000), runs, next_budget=5000)
+    pieces = rest_split(done)
+    # 20 more runs at 100 bytes each: the first piece is [5000, 6999], the second the rest
+    assert pieces == [(5000, 6999), (7000, 10_000_000)]
+    assert rest_split(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000)) == [
+        (5000, 5001)
+    ]

@@ -176,6 +176,7 @@ def victim_text(victim: Mapping[str, Any] | None) -> str:
 def describe(analysis: Mapping[str, Any]) -> list[str]:
     """The analysis in a few lines of text (the CLI's output without --json)."""
     from engine.landscape.diverge import SIDES  # it imports pandas: not at every start-up
+
     runs = analysis["runs"]
     lines = [
         f"{analysis['trace']}: a = {runs['a']['budget']:,} B ({runs['a']['status']}), "

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 CHUNK_SECONDS = 20.0  # a chunk reports back at least this often (a killed walk loses less)
 CHUNK_RUNS = 2000
+RESTART_SLICES = 10  # a parallel chunk's slice: at least this many fresh runs' time
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,24 @@ def walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
         return ChunkDone(task, error=f"{type(exc).__name__}: {exc}", host=socket.gethostname())
 
 
+@dataclass
+class _LiveWalk:
+    """A walk that stopped early in this process, positioned just before the run of `budget`."""
+
+    key: tuple[str, str, float]  # trace sha256, policy, cap
+    budget: int
+    walk: native.Walk
+    steps: Iterator[native.WalkStep]
+
+
+# The walk a chunk of this process stopped early, kept so that the chunk continuing it here
+# resumes its state instead of starting with a fresh run (1-10 s on the large traces, paid
+# again at every report otherwise). One per process: its snapshots may hold hundreds of MB.
+_live: _LiveWalk | None = None
+
+
 def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
+    global _live
     ref, program = load(trace)
     base = baseline(program)
     policy = make_policy(task.policy)
@@ -80,9 +98,16 @@ def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
     budget: int | None = task.start
     sharing = native.supports(policy) and not policy.reads_budget
     steps: Iterator[native.WalkStep] | None = None
+    key = (program.sha256 or "", task.policy, task.cap)
+    before: dict[str, int] = {}
     if sharing:
-        walk = native.Walk(program, task.start, policy, remat_limit=limit_for(base, task.cap))
-        steps = iter(walk)
+        if _live is not None and _live.key == key and _live.budget == task.start:
+            walk, steps = _live.walk, _live.steps
+            before = walk.stats()
+        else:
+            walk = native.Walk(program, task.start, policy, remat_limit=limit_for(base, task.cap))
+            steps = iter(walk)
+        _live = None
     while budget is not None and budget <= task.end:
         if len(done.runs) >= task.max_runs or time.monotonic() - began > task.max_seconds:
             done.next_budget = budget
@@ -100,8 +125,12 @@ def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
         done.runs.append(Timed(record, started, datetime.now()))
         budget = None if same["hi"] is None else same["hi"] + 1
     if sharing:
+        assert steps is not None
         stats = walk.stats()
-        done.fresh_runs, done.resumed_runs = stats["fresh_runs"], stats["resumed_runs"]
+        done.fresh_runs = stats["fresh_runs"] - before.get("fresh_runs", 0)
+        done.resumed_runs = stats["resumed_runs"] - before.get("resumed_runs", 0)
+        if done.next_budget is not None:
+            _live = _LiveWalk(key, done.next_budget, walk, steps)
     else:
         done.fresh_runs = len(done.runs)
     return done
@@ -113,6 +142,25 @@ def split(start: int, end: int, pieces: int, minimum: int = 1 << 20) -> list[tup
     count = max(1, min(pieces, width // minimum))
     bounds = [start + width * k // count for k in range(count + 1)]
     return [(bounds[k], bounds[k + 1] - 1) for k in range(count)]
+
+
+def rest_split(done: ChunkDone, recent: int = 16) -> list[tuple[int, int]]:
+    """The rest of a chunk that stopped early, [next_budget, end], in two pieces of about the
+    same work. Work gathers where intervals are narrow (just past a hole's edge, 1-3 KB on
+    ResNet-32 where the chunk's other megabytes are a few executions), so halving the bytes
+    leaves one piece with nearly all of it. The cut goes where the chunk would get after half
+    as many more runs as it just did, at the density of its last `recent` intervals."""
+    assert done.next_budget is not None
+    start, end = done.next_budget, done.task.end
+    los = [t.record["same_execution"]["lo"] for t in done.runs[-recent:]]
+    if not los or end - start < 2:
+        return [(start, end)]
+    span = max(1, start - los[0])  # bytes the last len(los) executions covered
+    ahead = span * max(1, len(done.runs)) // (2 * len(los))
+    cut = start + max(1, ahead)
+    if cut > end:
+        return [(start, end)]
+    return [(start, cut - 1), (cut, end)]
 
 
 # -- where chunks run ------------------------------------------------------------------------

@@ -20,7 +20,15 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from engine.landscape.chunks import CHUNK_RUNS, CHUNK_SECONDS, ChunkRunner, ChunkTask, split
+from engine.landscape.chunks import (
+    CHUNK_RUNS,
+    CHUNK_SECONDS,
+    RESTART_SLICES,
+    ChunkRunner,
+    ChunkTask,
+    rest_split,
+    split,
+)
 from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.intervals import (
     Interval,
@@ -191,7 +199,11 @@ def walk_landscape(
     )
     pieces = 4 * runner.workers if parallel else 1
     limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
-    seconds = CHUNK_SECONDS / 8 if parallel else CHUNK_SECONDS  # report (and rebalance) often
+    # Parallel chunks report often so that idle workers get work soon; but a chunk that
+    # continues on another worker starts with a fresh run, so a slice lasts at least
+    # RESTART_SLICES fresh runs (seen so far) of this trace.
+    seconds = CHUNK_SECONDS / 20 if parallel else CHUNK_SECONDS
+    restart_s = 0.0
     runner.submit(
         [
             ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=seconds)
@@ -225,17 +237,24 @@ def walk_landscape(
             if max_runs is not None and writer.executed >= max_runs:
                 runner.queue.clear()
                 break
+            if done.fresh_runs and done.runs:
+                restart_s = max(restart_s, float(done.runs[0].record["wall_s"] or 0.0))
+            if parallel:
+                seconds = min(CHUNK_SECONDS, max(CHUNK_SECONDS / 20, RESTART_SLICES * restart_s))
             if done.next_budget is not None:
                 left = (
                     CHUNK_RUNS if max_runs is None else min(CHUNK_RUNS, max_runs - writer.executed)
                 )
-                # The rest of the chunk, halved when a worker would otherwise sit idle: work
-                # gathers where intervals are narrow, which no split by bytes foresees.
-                halves = 2 if parallel and not runner.queue else 1
+                # The rest of the chunk, cut in two when a worker would otherwise sit idle
+                rest = (
+                    rest_split(done)
+                    if parallel and not runner.queue
+                    else [(done.next_budget, done.task.end)]
+                )
                 runner.submit(
                     [
                         ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
-                        for a, b in split(done.next_budget, done.task.end, halves, minimum=1)
+                        for a, b in rest
                     ]
                 )
     except BaseException:
