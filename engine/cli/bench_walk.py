@@ -105,22 +105,31 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
 
 
 def bench_landscape_command(traces_dir: str | os.PathLike[str] | None) -> list[str]:
-    """The `landscape` command over ResNet-32 0.095-0.110 into a temporary store."""
+    """The `landscape` command's walk over ResNet-32 0.095-0.110 into a temporary store, in
+    this process and on two worker processes (chunks stitched at the seams)."""
     from engine.landscape.store import Store
     from engine.landscape.walk import walk_landscape
 
     ref, program = load("resnet32", traces_dir)
     peak = baseline(program).peak
     start, end = budget_for(0.095, peak), budget_for(0.110, peak)
-    with tempfile.TemporaryDirectory() as tmp:
-        store = Store.open(Path(tmp) / "bench.duckdb")
-        began = time.perf_counter()
-        result = walk_landscape(store, ref, start=start, end=end)
-        seconds = time.perf_counter() - began
-    widths = [s["hi"] - s["lo"] + 1 for s in result["intervals"] if s["hi"] is not None]
-    runs = result["runs_executed"]
-    return [
-        f"landscape resnet32 0.095-0.110 DTR (store writes included): {runs} runs in "
-        f"{seconds:.1f} s ({runs / seconds:.0f} runs/s), {len(result['intervals'])} intervals of "
-        f"{min(widths):,}..{max(widths):,} bytes, coverage {result['coverage']:.3f}"
-    ]
+    lines = []
+    outcomes = []
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = Store.open(Path(tmp) / "bench.duckdb")
+            began = time.perf_counter()
+            result = walk_landscape(store, ref, start=start, end=end, workers=workers)
+            seconds = time.perf_counter() - began
+        intervals = result["intervals"]
+        outcomes.append([(s["lo"], s["hi"], s["status"]) for s in intervals])
+        widths = [s["hi"] - s["lo"] + 1 for s in intervals if s["hi"] is not None]
+        runs = result["runs_executed"]
+        lines.append(
+            f"landscape resnet32 0.095-0.110 DTR, {workers} worker(s), store writes included: "
+            f"{runs} runs in {seconds:.1f} s ({runs / seconds:.0f} runs/s), {len(intervals)} "
+            f"intervals of {min(widths):,}..{max(widths):,} bytes, coverage "
+            f"{result['coverage']:.3f}"
+        )
+    lines.append(f"  the same intervals with 1 and 2 workers: {outcomes[0] == outcomes[1]}")
+    return lines
