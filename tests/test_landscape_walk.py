@@ -318,3 +318,37 @@ def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:
     assert rest_split(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000)) == [
         (5000, 5001)
     ]
+
+
+def test_an_estimate_samples_the_range_and_stores_nothing(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """`landscape --estimate`: short walks in strata say about how many executions a full walk
+    has (within a few times the truth) and what it costs, and nothing is written."""
+    wide = ("landscape", SYNTHETIC, "--from", "0.05", "--to", "1.5")
+    db = tmp_path / "never.duckdb"
+    guess = cli_json(*wide, "--estimate", "12", "--db", str(db), "--json", env=env)
+    assert not db.exists() and not db.with_name(db.name + ".parts").exists()
+    assert len(guess["strata"]) == 12 and guess["seconds"] > 0
+    assert guess["strata"][0]["lo"] == guess["from_budget"]
+    assert guess["strata"][-1]["hi"] == guess["to_budget"]
+    truth = cli_json(*wide, "--db", str(tmp_path / "walked.duckdb"), "--json", env=env)
+    executions = len(truth["intervals"])
+    assert executions / 3 < guess["executions"] < executions * 3
+    statuses = {k for s in guess["strata"] for k in s["statuses"]}
+    assert statuses == {o["status"] for o in truth["intervals"]}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--estimate", "0"), "--estimate: expected a whole number of at least 1"),
+        (("--estimate", "3", "--policy", "TwoPhase"), "does not share work for TwoPhase"),
+    ],
+)
+def test_a_bad_estimate_is_one_line(
+    extra: tuple[str, ...], message: str, env: dict[str, str]
+) -> None:
+    out = cli("landscape", SYNTHETIC, "--from", "0.3", "--to", "0.5", *extra, env=env)
+    assert out.returncode == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1

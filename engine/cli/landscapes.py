@@ -2,11 +2,13 @@
 
     dtr-landscape landscape TRACE (--from R --to R | --from-budget B --to-budget B)
         [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
+        [--estimate SAMPLES [--estimate-steps K]]
     dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
     dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--json | --markdown]
 
-The work is done in engine/landscape/walk.py and engine/landscape/holes.py.
+The work is done in engine/landscape/walk.py and engine/landscape/holes.py; `--estimate`
+(engine/landscape/estimate.py) samples the range instead and stores nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +44,20 @@ def register(sub: Any) -> dict[str, Handler]:
     run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
     walk.add_argument(
         "--intervals", action="store_true", help="list every interval (default: status stretches)"
+    )
+    walk.add_argument(
+        "--estimate",
+        type=arguments.count,
+        metavar="SAMPLES",
+        help="walk nothing: estimate a full walk's executions and seconds from short walks "
+        "in SAMPLES strata (nothing is stored)",
+    )
+    walk.add_argument(
+        "--estimate-steps",
+        type=arguments.count,
+        default=25,
+        metavar="K",
+        help="executions per sample walk (default 25)",
     )
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
@@ -84,6 +100,8 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
         start, end = budget_for(pair[0], peak), budget_for(pair[1], peak)
     else:
         start, end = pair
+    if args.estimate is not None:
+        return _estimate(args, ref, start, end)
     from engine.landscape.store import Store
 
     result = walk_landscape(
@@ -116,6 +134,41 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
     for status, lo, hi, count in stretches(result["intervals"]):
         top = "..." if hi is None else f"{hi:,}"
         print(f"  {status:<8} [{lo:,}, {top}]  {count:,} execution{'s' if count > 1 else ''}")
+    return 0
+
+
+def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
+    from engine.landscape.estimate import StratumEstimate, estimate_walk
+
+    def show(s: StratumEstimate) -> None:
+        if not args.json:
+            print(
+                f"  [{s.lo:,}, {s.hi:,}] {s.mean_width:>14,.0f} B/execution "
+                f"{1000 * s.seconds_per_execution:>9.1f} ms/execution -> "
+                f"{s.executions:>10,.0f} executions {s.seconds:>10,.0f} s  "
+                + " ".join(f"{k} {v}" for k, v in sorted(s.statuses.items())),
+                flush=True,
+            )
+
+    result = estimate_walk(
+        ref,
+        start=start,
+        end=end,
+        policy=args.policy,
+        cap=args.cap,
+        samples=args.estimate,
+        steps=args.estimate_steps,
+        traces=args.traces,
+        progress=show,
+    )
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"{result['trace']} {result['policy']} [{start:,}, {end:,}]: about "
+            f"{result['executions']:,.0f} executions, {result['seconds']:,.0f} s in one process "
+            f"(from {result['samples']} sample walks of {result['steps']} executions)"
+        )
     return 0
 
 

@@ -1,0 +1,108 @@
+"""What a full exact walk of a budget range would cost, from a sample of it.
+
+A walk's cost is set by how narrow the same-execution intervals are (executions per byte) and
+what each execution costs once it shares its neighbours' work, and both vary by orders of
+magnitude along a trace: a few executions per megabyte where runs pass easily, one per kilobyte
+in a thrashing failure region. So the range is cut into equal strata and each stratum is
+sampled by a short walk (`steps` executions from the stratum's middle, the walk's own prefix and
+suffix sharing included): the stratum's executions are its bytes over the sample's mean width,
+its seconds those executions times the sample's mean seconds per execution. Nothing is stored;
+the numbers are estimates (a stratum is as dense as its sample), meant to say whether a walk
+takes minutes or days before it is started.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engine.sim import native
+from engine.sim.policies import make_policy
+from engine.sim.simulate import baseline, limit_for, load
+
+
+@dataclass(frozen=True)
+class StratumEstimate:
+    lo: int  # the stratum's budgets [lo, hi]
+    hi: int
+    sampled_from: int  # the sample walk's first budget
+    executions_sampled: int
+    mean_width: float  # bytes per execution in the sample
+    seconds_per_execution: float
+    statuses: dict[str, int]
+    executions: float  # estimated for the whole stratum
+    seconds: float
+
+
+def estimate_walk(
+    trace: Any,
+    *,
+    start: int,
+    end: int,
+    policy: str = "DTR",
+    cap: float = 60.0,
+    samples: int = 22,
+    steps: int = 25,
+    traces: Any = None,
+    progress: Callable[[StratumEstimate], None] | None = None,
+) -> dict[str, Any]:
+    """Estimated executions and single-process seconds of walking [start, end] (see above)."""
+    if not 0 <= start < end:
+        raise ValueError(f"the range must go upward: from {start} to {end}")
+    if samples < 1 or steps < 1:
+        raise ValueError(f"samples and steps must be at least 1, got {samples} and {steps}")
+    the_policy = make_policy(policy)
+    if not native.supports(the_policy) or the_policy.reads_budget:
+        raise ValueError(
+            f"estimates sample walks of the C runtime, which does not share work for {policy}"
+        )
+    ref, program = load(trace, traces)
+    base = baseline(program)
+    limit = limit_for(base, cap)
+    bounds = [start + (end - start + 1) * k // samples for k in range(samples + 1)]
+    strata: list[StratumEstimate] = []
+    for lo, top in zip(bounds, bounds[1:], strict=False):
+        hi = top - 1
+        middle = (lo + hi) // 2
+        walk = native.Walk(program, middle, the_policy, remat_limit=limit)
+        statuses: dict[str, int] = {}
+        first = last = None
+        count = 0
+        began = time.perf_counter()
+        for step in walk:
+            count += 1
+            result = step.result
+            statuses[result.status] = statuses.get(result.status, 0) + 1
+            first = result.same_execution["lo"] if first is None else first
+            last = result.same_execution["hi"]
+            if last is None or count >= steps:
+                break
+        seconds = time.perf_counter() - began
+        assert first is not None
+        if last is None:  # the last execution reaches to infinity: it covers the stratum
+            width = float(max(hi - first + 1, 1)) / count
+        else:
+            width = (last - first + 1) / count
+        per = seconds / count
+        executions = max(1.0, (hi - lo + 1) / width)
+        stratum = StratumEstimate(
+            lo, hi, middle, count, width, per, statuses, executions, executions * per
+        )
+        strata.append(stratum)
+        if progress is not None:
+            progress(stratum)
+    return {
+        "trace": ref.name,
+        "policy": the_policy.spec,
+        "cap": cap,
+        "from_budget": start,
+        "to_budget": end,
+        "peak": base.peak,
+        "samples": samples,
+        "steps": steps,
+        "executions": sum(s.executions for s in strata),
+        "seconds": sum(s.seconds for s in strata),
+        "strata": [asdict(s) for s in strata],
+    }
