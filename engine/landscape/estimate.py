@@ -6,7 +6,8 @@ magnitude along a trace: a few executions per megabyte where runs pass easily, o
 in a thrashing failure region. So the range is cut into equal strata and each stratum is
 sampled by a short walk (`steps` executions from the stratum's middle, the walk's own prefix and
 suffix sharing included): the stratum's executions are its bytes over the sample's mean width,
-its seconds those executions times the sample's mean seconds per execution. Nothing is stored;
+its seconds those executions times the sample's mean seconds per resumed execution (the
+sample's first run is a fresh one, which a walk pays once per chunk). Nothing is stored;
 the numbers are estimates (a stratum is as dense as its sample), meant to say whether a walk
 takes minutes or days before it is started.
 """
@@ -71,9 +72,12 @@ def estimate_walk(
         first = last = None
         count = 0
         began = time.perf_counter()
+        fresh_s = 0.0  # the sample's first run starts from nothing, unlike a walk's runs
         for step in walk:
             count += 1
             result = step.result
+            if count == 1:
+                fresh_s = time.perf_counter() - began
             statuses[result.status] = statuses.get(result.status, 0) + 1
             first = result.same_execution["lo"] if first is None else first
             last = result.same_execution["hi"]
@@ -85,7 +89,7 @@ def estimate_walk(
             width = float(max(hi - first + 1, 1)) / count
         else:
             width = (last - first + 1) / count
-        per = seconds / count
+        per = (seconds - fresh_s) / (count - 1) if count > 1 else seconds
         executions = max(1.0, (hi - lo + 1) / width)
         stratum = StratumEstimate(
             lo, hi, middle, count, width, per, statuses, executions, executions * per
