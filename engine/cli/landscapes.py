@@ -246,7 +246,8 @@ def _all_holes(store: Any, args: argparse.Namespace) -> int:
         print(f"no stored runs with policy {report['policy']}, cap {args.cap:g}")
     for t in report["traces"]:
         print(
-            f"{t['trace']}: {t['executions']:,} executions, {len(t['holes'])} exact holes, "
+            f"{t['trace']}: {t['executions']:,} executions, {len(t['holes'])} exact "
+            f"hole{'s' if len(t['holes']) != 1 else ''}, "
             f"{len(t['certified'])} certified stretch{'es' if len(t['certified']) != 1 else ''}"
         )
         for h in t["holes"]:

@@ -228,16 +228,20 @@ def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 
         if published is None:
             paper = "not in Table 1"
         elif published["paper_reports_none"]:
-            paper = f"none; {len(published['holes_not_in_paper'])} exact holes found"
+            paper = f"none; {_count(len(published['holes_not_in_paper']), 'exact hole')} found"
         else:
             agree = _all_agree([r["agrees"] for r in published["regions"]])
             verdict = {True: "agree", False: "DISAGREE", None: "not all walked yet"}[agree]
             paper = (
-                f"{len(published['regions'])} regions, samples {verdict}; "
-                f"{len(published['holes_not_in_paper'])} more exact holes"
+                f"{_count(len(published['regions']), 'region')}, samples {verdict}; "
+                f"{_count(len(published['holes_not_in_paper']), 'more exact hole')}"
             )
         lines.append(
             f"| {t['trace']} | {t['executions']:,} | {done / (b - a + 1):.4f} | {len(holes):,} "
             f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} |"
         )
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
