@@ -313,8 +313,8 @@ def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:
     ]  # 40 executions of 100 bytes: [1000, 4999]
     done = ChunkDone(ChunkTask("DTR", 60.0, 1000, 10_000_000), runs, next_budget=5000)
     pieces = rest_split(done)
-    # 20 more runs at 100 bytes each: the first piece is [5000, 6999], the second the rest
-    assert pieces == [(5000, 6999), (7000, 10_000_000)]
+    # 40 more runs at 100 bytes each: the first piece is [5000, 8999], the second the rest
+    assert pieces == [(5000, 8999), (9000, 10_000_000)]
     assert rest_split(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000)) == [
         (5000, 5001)
     ]

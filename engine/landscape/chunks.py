@@ -145,18 +145,19 @@ def split(start: int, end: int, pieces: int, minimum: int = 1 << 20) -> list[tup
 
 
 def rest_split(done: ChunkDone, recent: int = 16) -> list[tuple[int, int]]:
-    """The rest of a chunk that stopped early, [next_budget, end], in two pieces of about the
-    same work. Work gathers where intervals are narrow (just past a hole's edge, 1-3 KB on
+    """The rest of a chunk that stopped early, [next_budget, end], in two pieces for two
+    workers. Work gathers where intervals are narrow (just past a hole's edge, 1-3 KB on
     ResNet-32 where the chunk's other megabytes are a few executions), so halving the bytes
-    leaves one piece with nearly all of it. The cut goes where the chunk would get after half
-    as many more runs as it just did, at the density of its last `recent` intervals."""
+    leaves one piece with nearly all of it. The cut goes where the chunk would get after as
+    many more runs as it just did (one more slice), at the density of its last `recent`
+    intervals: the first piece keeps a worker busy until the second piece's next report."""
     assert done.next_budget is not None
     start, end = done.next_budget, done.task.end
     los = [t.record["same_execution"]["lo"] for t in done.runs[-recent:]]
     if not los or end - start < 2:
         return [(start, end)]
     span = max(1, start - los[0])  # bytes the last len(los) executions covered
-    ahead = span * max(1, len(done.runs)) // (2 * len(los))
+    ahead = span * max(1, len(done.runs)) // len(los)
     cut = start + max(1, ahead)
     if cut > end:
         return [(start, end)]
