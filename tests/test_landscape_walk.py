@@ -329,9 +329,13 @@ def test_an_estimate_samples_the_range_and_stores_nothing(
     db = tmp_path / "never.duckdb"
     guess = cli_json(*wide, "--estimate", "12", "--db", str(db), "--json", env=env)
     assert not db.exists() and not db.with_name(db.name + ".parts").exists()
-    assert len(guess["strata"]) == 12 and guess["seconds"] > 0
+    # 12 strata, then the costliest halved 12 times: 24 contiguous strata over the range
+    assert len(guess["strata"]) == 24 and guess["seconds"] > 0
     assert guess["strata"][0]["lo"] == guess["from_budget"]
     assert guess["strata"][-1]["hi"] == guess["to_budget"]
+    _contiguous([{"lo": s["lo"], "hi": s["hi"]} for s in guess["strata"]])
+    plain = cli_json(*wide, "--estimate", "12", "--estimate-refine", "0", "--json", env=env)
+    assert len(plain["strata"]) == 12
     truth = cli_json(*wide, "--db", str(tmp_path / "walked.duckdb"), "--json", env=env)
     executions = len(truth["intervals"])
     assert executions / 3 < guess["executions"] < executions * 3
@@ -343,6 +347,7 @@ def test_an_estimate_samples_the_range_and_stores_nothing(
     ("extra", "message"),
     [
         (("--estimate", "0"), "--estimate: expected a whole number of at least 1"),
+        (("--estimate", "2", "--estimate-refine", "-1"), "expected a whole number of at least 0"),
         (("--estimate", "3", "--policy", "TwoPhase"), "does not share work for TwoPhase"),
     ],
 )

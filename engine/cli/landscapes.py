@@ -2,7 +2,7 @@
 
     dtr-landscape landscape TRACE (--from R --to R | --from-budget B --to-budget B)
         [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
-        [--estimate SAMPLES [--estimate-steps K]]
+        [--estimate SAMPLES [--estimate-steps K] [--estimate-refine R]]
     dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
     dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--json | --markdown]
@@ -58,6 +58,13 @@ def register(sub: Any) -> dict[str, Handler]:
         default=25,
         metavar="K",
         help="executions per sample walk (default 25)",
+    )
+    walk.add_argument(
+        "--estimate-refine",
+        type=arguments.whole_number,
+        default=None,
+        metavar="R",
+        help="then halve the costliest stratum R times, sampling both halves (default SAMPLES)",
     )
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
@@ -158,6 +165,7 @@ def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
         cap=args.cap,
         samples=args.estimate,
         steps=args.estimate_steps,
+        refine=args.estimate if args.estimate_refine is None else args.estimate_refine,
         traces=args.traces,
         progress=show,
     )
@@ -167,7 +175,8 @@ def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
         print(
             f"{result['trace']} {result['policy']} [{start:,}, {end:,}]: about "
             f"{result['executions']:,.0f} executions, {result['seconds']:,.0f} s in one process "
-            f"(from {result['samples']} sample walks of {result['steps']} executions)"
+            f"(from {result['samples']} strata, the costliest halved {result['refined']} times, "
+            f"sample walks of {result['steps']} executions)"
         )
     return 0
 

@@ -7,7 +7,9 @@ in a thrashing failure region. So the range is cut into equal strata and each st
 sampled by a short walk (`steps` executions from the stratum's middle, the walk's own prefix and
 suffix sharing included): the stratum's executions are its bytes over the sample's mean width,
 its seconds those executions times the sample's mean seconds per resumed execution (the
-sample's first run is a fresh one, which a walk pays once per chunk). Nothing is stored;
+sample's first run is a fresh one, which a walk pays once per chunk). Then the costliest
+stratum is halved and both halves sampled, `refine` times, since the cost sits in bands
+narrower than a stratum. Nothing is stored;
 the numbers are estimates (a stratum is as dense as its sample), meant to say whether a walk
 takes minutes or days before it is started.
 """
@@ -46,14 +48,18 @@ def estimate_walk(
     cap: float = 60.0,
     samples: int = 22,
     steps: int = 25,
+    refine: int = 0,
     traces: Any = None,
     progress: Callable[[StratumEstimate], None] | None = None,
 ) -> dict[str, Any]:
     """Estimated executions and single-process seconds of walking [start, end] (see above)."""
     if not 0 <= start < end:
         raise ValueError(f"the range must go upward: from {start} to {end}")
-    if samples < 1 or steps < 1:
-        raise ValueError(f"samples and steps must be at least 1, got {samples} and {steps}")
+    if samples < 1 or steps < 1 or refine < 0:
+        raise ValueError(
+            f"samples and steps must be at least 1 and refinements at least 0, got {samples}, "
+            f"{steps} and {refine}"
+        )
     the_policy = make_policy(policy)
     if not native.supports(the_policy) or the_policy.reads_budget:
         raise ValueError(
@@ -62,10 +68,8 @@ def estimate_walk(
     ref, program = load(trace, traces)
     base = baseline(program)
     limit = limit_for(base, cap)
-    bounds = [start + (end - start + 1) * k // samples for k in range(samples + 1)]
-    strata: list[StratumEstimate] = []
-    for lo, top in zip(bounds, bounds[1:], strict=False):
-        hi = top - 1
+
+    def sample(lo: int, hi: int) -> StratumEstimate:
         middle = (lo + hi) // 2
         walk = native.Walk(program, middle, the_policy, remat_limit=limit)
         statuses: dict[str, int] = {}
@@ -94,9 +98,23 @@ def estimate_walk(
         stratum = StratumEstimate(
             lo, hi, middle, count, width, per, statuses, executions, executions * per
         )
-        strata.append(stratum)
         if progress is not None:
             progress(stratum)
+        return stratum
+
+    bounds = [start + (end - start + 1) * k // samples for k in range(samples + 1)]
+    strata = [sample(lo, top - 1) for lo, top in zip(bounds, bounds[1:], strict=False)]
+    # The cost sits in narrow bands (runs that thrash before they fail), which a stratum's one
+    # sample hits or misses: the costliest stratum is halved and both halves sampled, again
+    # and again, `refine` times.
+    for _ in range(refine):
+        costly = max((s for s in strata if s.hi - s.lo >= 2), key=lambda s: s.seconds, default=None)
+        if costly is None:
+            break
+        middle = (costly.lo + costly.hi) // 2
+        strata.remove(costly)
+        strata += [sample(costly.lo, middle), sample(middle + 1, costly.hi)]
+    strata.sort(key=lambda s: s.lo)
     return {
         "trace": ref.name,
         "policy": the_policy.spec,
@@ -106,6 +124,7 @@ def estimate_walk(
         "peak": base.peak,
         "samples": samples,
         "steps": steps,
+        "refined": refine,
         "executions": sum(s.executions for s in strata),
         "seconds": sum(s.seconds for s in strata),
         "strata": [asdict(s) for s in strata],
