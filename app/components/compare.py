@@ -52,33 +52,22 @@ def compare_chart(
         label = f"{side}: {run_label(runs[side])}"
         # a wide under b narrow: where the runs agree, a shows as a halo around b
         style = {"color": SIDE_COLORS[side], "width": 3.5 if side == "a" else 1.2}
-        fig.add_trace(
-            go.Scatter(
-                name=label,
-                legendgroup=side,
-                x=x,
-                y=series["max_pinned"],
-                mode="lines",
-                line=style,
-                hovertemplate=f"{side}: operator %{{x}}<br>max pinned %{{y:,}} B<extra></extra>",
-            ),
-            row=1,
-            col=1,
-        )
-        fig.add_trace(
-            go.Scatter(
-                name=label,
-                legendgroup=side,
-                showlegend=False,
-                x=x,
-                y=series["max_depth"],
-                mode="lines",
-                line=style,
-                hovertemplate=f"{side}: operator %{{x}}<br>max depth %{{y}}<extra></extra>",
-            ),
-            row=2,
-            col=1,
-        )
+        panels = (("max_pinned", "max pinned %{y:,} B"), ("max_depth", "max depth %{y}"))
+        for row, (column, shown) in enumerate(panels, start=1):
+            fig.add_trace(
+                go.Scatter(
+                    name=label,
+                    legendgroup=side,
+                    showlegend=row == 1,
+                    x=x,
+                    y=series[column],
+                    mode="lines",
+                    line=style,
+                    hovertemplate=f"{side}: operator %{{x}}<br>{shown}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
         fig.add_hline(
             y=runs[side]["budget"],
             line={"color": SIDE_COLORS[side], "dash": "dash", "width": 1},

@@ -37,23 +37,23 @@ def byte_count(text: str) -> int:
     return value
 
 
-def count(text: str) -> int:
-    """A whole number of at least 1 (repeats, workers, run limits)."""
+def _whole(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of at least {minimum}, got {text!r}"
+        )
     return value
+
+
+def count(text: str) -> int:
+    """A whole number of at least 1 (repeats, workers, run limits)."""
+    return _whole(text, 1)
 
 
 def whole_number(text: str) -> int:
     """A whole number of at least 0 (refinements)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {text!r}")
-    return value
+    return _whole(text, 0)

@@ -16,14 +16,19 @@ takes minutes or days before it is started.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engine.landscape.chunks import split
 from engine.sim import native
 from engine.sim.policies import make_policy
 from engine.sim.simulate import baseline, limit_for, load
+
+if TYPE_CHECKING:
+    from engine.sim.catalog import TraceRef
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class StratumEstimate:
 
 
 def estimate_walk(
-    trace: Any,
+    trace: str | TraceRef,
     *,
     start: int,
     end: int,
@@ -49,7 +54,7 @@ def estimate_walk(
     samples: int = 22,
     steps: int = 25,
     refine: int = 0,
-    traces: Any = None,
+    traces: str | os.PathLike[str] | None = None,
     progress: Callable[[StratumEstimate], None] | None = None,
 ) -> dict[str, Any]:
     """Estimated executions and single-process seconds of walking [start, end] (see above)."""
@@ -102,8 +107,8 @@ def estimate_walk(
             progress(stratum)
         return stratum
 
-    bounds = [start + (end - start + 1) * k // samples for k in range(samples + 1)]
-    strata = [sample(lo, top - 1) for lo, top in zip(bounds, bounds[1:], strict=False)]
+    strata = [sample(lo, hi) for lo, hi in split(start, end, samples, minimum=1)]
+    first_pass = len(strata)
     # The cost sits in narrow bands (runs that thrash before they fail), which a stratum's one
     # sample hits or misses: the costliest stratum is halved and both halves sampled, again
     # and again, `refine` times.
@@ -124,7 +129,7 @@ def estimate_walk(
         "peak": base.peak,
         "samples": samples,
         "steps": steps,
-        "refined": refine,
+        "refined": len(strata) - first_pass,  # each halving adds one stratum
         "executions": sum(s.executions for s in strata),
         "seconds": sum(s.seconds for s in strata),
         "strata": [asdict(s) for s in strata],
