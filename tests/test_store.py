@@ -211,3 +211,73 @@ def test_compaction_removes_only_abandoned_temporaries(tmp_path: Path) -> None:
     store.add_runs(_records(1), source="engine")
     store.compact()
     assert not old.exists() and fresh.exists()
+
+
+def test_every_column_type_round_trips_without_pandas(tmp_path: Path) -> None:
+    # Parts are written from Arrow buffers (engine/landscape/columns.py), not pyarrow's
+    # conversion, which imports pandas. The values come back as written, nulls included, in
+    # a process that never loads pandas.
+    probe = f"""
+import json
+import sys
+from datetime import datetime, timedelta, timezone
+from engine.landscape.store import Store
+store = Store.open({str(tmp_path / "s.duckdb")!r})
+aware = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=timezone(timedelta(hours=2)))
+store.add_walk(walk_id="w1", trace="t\u00e9", cap=60.0, from_budget=-(2**63), to_budget=2**63 - 1,
+               complete=True, started_at=datetime(1969, 12, 31, 23, 59, 59, 999999), ended_at=aware)
+store.add_walk(walk_id="w2", trace=None, cap=float("nan"), from_budget=12.0, complete=False)
+rows = store.rows("SELECT walk_id, trace, cap, from_budget, to_budget, complete, started_at, "
+                  "ended_at FROM walks ORDER BY walk_id")
+assert "pandas" not in sys.modules
+print(json.dumps(rows, default=datetime.isoformat))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == [
+        {
+            "walk_id": "w1",
+            "trace": "t\u00e9",
+            "cap": 60.0,
+            "from_budget": -(2**63),
+            "to_budget": 2**63 - 1,
+            "complete": True,
+            "started_at": "1969-12-31T23:59:59.999999",
+            "ended_at": "2026-03-04T03:06:07.890123",  # its UTC wall clock
+        },
+        {
+            "walk_id": "w2",
+            "trace": None,
+            "cap": None,
+            "from_budget": 12,
+            "to_budget": None,
+            "complete": False,
+            "started_at": None,
+            "ended_at": None,
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("from_budget", 1.5, r"walks\.from_budget: row 1: expected BIGINT, got 1\.5"),
+        ("from_budget", "12", r"walks\.from_budget: row 1: expected BIGINT, got '12'"),
+        ("from_budget", 2**63, r"from_budget: row 1: expected BIGINT, got 9223372036854775808"),
+        ("cap", "60", r"walks\.cap: row 1: expected DOUBLE, got '60'"),
+        ("trace", 7, r"walks\.trace: row 1: expected text, got 7"),
+        ("complete", 1, r"walks\.complete: row 1: expected BOOLEAN, got 1"),
+        ("started_at", "2026-01-01", r"walks\.started_at: row 1: expected TIMESTAMP, got '2026"),
+    ],
+)
+def test_a_wrong_value_is_refused_by_column_and_row(
+    tmp_path: Path, column: str, value: object, message: str
+) -> None:
+    from engine.landscape.store import StoreError
+
+    store = Store.open(tmp_path / "s.duckdb")
+    good = {"walk_id": "w0", "trace": "t", "cap": 60.0, "from_budget": 1, "complete": True}
+    with pytest.raises(StoreError, match=message):
+        store.add_rows("walks", [good, {**good, "walk_id": "w1", column: value}])
+    assert store.stats()["walks"] == 0 and not list(store.parts_dir.iterdir())

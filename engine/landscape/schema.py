@@ -8,13 +8,15 @@ its views, snapshots and Parquet parts from these declarations.
 from __future__ import annotations
 
 import socket
+import sys
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
+from engine.landscape.columns import ARROW_TYPES, ColumnError, column
 from engine.landscape.ids import RunIdError, check_run_id
 from engine.sim.record import FIELD_NAMES
 
@@ -167,32 +169,30 @@ def unflatten(row: dict[str, Any]) -> dict[str, Any]:
     for key in list(out):
         if key.startswith("failure_") or key in ("same_lo", "same_hi"):
             del out[key]
-        elif out[key] is pd.NaT or (isinstance(out[key], float) and out[key] != out[key]):
+        elif _missing(out[key]):
             out[key] = None  # NaN / NaT from pandas mean null
-        elif isinstance(out[key], pd.Timestamp):
+        elif isinstance(out[key], datetime):  # pandas' Timestamp is one too
             out[key] = out[key].isoformat()
         elif hasattr(out[key], "item"):
             out[key] = out[key].item()  # numpy scalar -> Python
     return out
 
 
-_ARROW = {
-    "VARCHAR": pa.string(),
-    "BIGINT": pa.int64(),
-    "DOUBLE": pa.float64(),
-    "TIMESTAMP": pa.timestamp("us"),
-    "BOOLEAN": pa.bool_(),
-}
+def _missing(value: Any) -> bool:
+    """None, NaN, or pandas' NaT. A value can only be NaT once pandas is loaded, and this
+    module does not load it: walks and sweeps write rows without pandas."""
+    if value is None or (isinstance(value, float) and value != value):
+        return True
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is pandas.NaT
 
 
 def _plain(value: Any) -> Any:
     """pandas/numpy scalars and missing values as plain Python for pyarrow."""
-    if value is None or value is pd.NaT:
+    if _missing(value):
         return None
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, pd.Timestamp):
-        return value.to_pydatetime()
+    if isinstance(value, datetime) and hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime()  # pandas' Timestamp
     if hasattr(value, "item") and not isinstance(value, str | bytes):
         return value.item()
     return value
@@ -202,11 +202,10 @@ def arrow_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
     """Rows of `table` as an Arrow table of its declared column types (a Parquet part)."""
     columns = TABLES[table]
     arrays = []
-    for column, kind in columns:
-        values = [_plain(row.get(column)) for row in rows]
+    for name, kind in columns:
         try:
-            arrays.append(pa.array(values, type=_ARROW[kind]))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
-            raise StoreError(f"{table}.{column}: expected {kind}: {exc}") from None
-    schema = pa.schema([(column, _ARROW[kind]) for column, kind in columns])
+            arrays.append(column(kind, [_plain(row.get(name)) for row in rows]))
+        except ColumnError as exc:
+            raise StoreError(f"{table}.{name}: {exc}") from None
+    schema = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in columns])
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -35,11 +35,11 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 import pyarrow.parquet as pq
 
 from engine.landscape.schema import (
@@ -54,6 +54,11 @@ from engine.landscape.schema import (
     flatten,
     unflatten,
 )
+
+if TYPE_CHECKING:
+    # Only `query` returns DataFrames (DuckDB imports pandas for it): writers and walks that
+    # read with `rows` never load pandas, a second of every `landscape` command's start.
+    import pandas as pd
 
 # Callers import the schema's names from here too: the store is the landscape layer's one
 # door to stored runs (engine/landscape/schema.py only declares them).
@@ -130,14 +135,14 @@ class Store:
         self._publish(table, rows)
 
     def add_trace(self, **row: Any) -> None:
-        row.setdefault("registered_at", pd.Timestamp.now())
+        row.setdefault("registered_at", datetime.now())
         self.add_rows("traces", [row])
 
     def add_walk(self, **row: Any) -> None:
         self.add_rows("walks", [row])
 
     def add_sweep(self, **row: Any) -> None:
-        row.setdefault("created_at", pd.Timestamp.now())
+        row.setdefault("created_at", datetime.now())
         row.setdefault("host", socket.gethostname())
         self.add_rows("sweeps", [row])
 
@@ -193,10 +198,22 @@ class Store:
             con.close()
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        return self._read(lambda result: result.df(), sql, params)
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """A query's rows as dicts of plain Python values (NULL is None), without pandas."""
+
+        def as_dicts(result: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            names = [column[0] for column in result.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
+
+        return self._read(as_dicts, sql, params)
+
+    def _read(self, fetch: Any, sql: str, params: Sequence[Any] | None) -> Any:
         for attempt in range(5):
             try:
                 with self.connect() as con:
-                    return con.execute(sql, params or []).df()
+                    return fetch(con.execute(sql, params or []))
             except StoreError:
                 if attempt == 4:
                     raise

@@ -61,13 +61,13 @@ def policy_certified(policy: type[Policy] | Policy) -> bool:
 def stored_intervals(store: Store, trace_sha256: str, policy: str, cap: float) -> list[Interval]:
     """Intervals of the stored runs of one trace, policy and cap, without what-if runs and
     timeouts (a timed-out run stopped early: its interval says nothing about the rest)."""
-    frame = store.query(
+    rows = store.rows(
         "SELECT run_id, status, overhead, same_lo, same_hi FROM runs WHERE trace_sha256 = ? "
         f"AND {SAME_SETTINGS} AND status IN ('ok', 'oom', 'thrashed') "
         "AND same_lo IS NOT NULL ORDER BY started_at NULLS FIRST, run_id",
         [trace_sha256, policy, float(cap)],
     )
-    return [interval_from_row(row) for row in frame.to_dict("records")]
+    return [interval_from_row(row) for row in rows]
 
 
 class RunWriter:
