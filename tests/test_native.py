@@ -79,7 +79,15 @@ def test_resnet32(traces_dir: Path, ratio: float) -> None:
 
 def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
     """The shared neighbourhood searches (one walk of the evicted region per after_compute)
-    find exactly what one search per storage finds."""
+    find exactly what one search per storage finds, whichever way they build their rows:
+    converting local unions bit by bit, from the region's global closures, or choosing per
+    pass (the default)."""
+    ways = (
+        {"shared_search": False},
+        {"shared_rows": "auto"},
+        {"shared_rows": "convert"},
+        {"shared_rows": "closures"},
+    )
     for name, ratio in (("resnet32", 0.101), ("unet", 0.433), ("densenet121", 0.2)):
         _, program = load(name, traces_dir)
         base = baseline(program)
@@ -89,15 +97,23 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
                 budget_for(ratio, base.peak),
                 make_policy("DTR"),
                 remat_limit=base.model_compute * 59,
-                shared_search=shared,
+                **way,  # type: ignore[arg-type]
             )
-            for shared in (True, False)
+            for way in ways
         ]
         results = [sim.run() for sim in runs]
         for result in results:
             result.wall_s = 0.0
-        assert results[0] == results[1]
-        assert runs[0].stats()["searches"] == runs[1].stats()["searches"]
+        assert results[1:] == results[:1] * 3, name
+        stats = [sim.stats() for sim in runs]
+        assert len({s["searches"] for s in stats}) == 1, name
+        plain, auto, convert, closures = stats
+        assert plain["shared_passes"] == 0 and convert["shared_passes_closure_rows"] == 0
+        assert closures["shared_passes_closure_rows"] == closures["shared_passes"] > 0, name
+        # the default picks per pass, and on each of these traces both ways are picked
+        assert 0 < auto["shared_passes_closure_rows"] < auto["shared_passes"], name
+    with pytest.raises(ValueError, match="shared_rows: expected one of auto, convert, closures"):
+        NativeSimulation(program, 1, make_policy("DTR"), shared_rows="sideways")
 
 
 @pytest.mark.parametrize("policy", ["DTR", "TwoPhase@k=8", "LRU"])

@@ -128,6 +128,11 @@ def _limit(remat_limit: float) -> int | None:
     return None if remat_limit == INF else math.floor(remat_limit)
 
 
+# How the shared searches build their rows (core.c, shared_pass): chosen per pass by a cost
+# estimate, or forced one way (tests prove both ways give the plain searches' rows).
+SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2}
+
+
 def _core_for(
     program: Program,
     budget: int | None,
@@ -140,11 +145,15 @@ def _core_for(
     snapshots: bool = False,
     max_snapshots: int = 64,
     shared_search: bool = True,
+    shared_rows: str = "auto",
     merging: bool = True,
     verify_hash: bool = False,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
+    if shared_rows not in SHARED_ROWS:
+        ways = ", ".join(SHARED_ROWS)
+        raise ValueError(f"shared_rows: expected one of {ways}, got {shared_rows!r}")
     arrays = program_arrays(program)
     return _core.Core(
         arrays.n_tensors,
@@ -171,6 +180,7 @@ def _core_for(
         snapshots=snapshots,
         max_snapshots=max_snapshots,
         shared_search=shared_search,
+        shared_rows=SHARED_ROWS[shared_rows],
         merging=merging,
         verify_hash=verify_hash,
     )
@@ -212,6 +222,7 @@ class NativeSimulation:
         time_limit: float | None = None,
         events: EventLog | None = None,
         shared_search: bool = True,
+        shared_rows: str = "auto",
     ) -> None:
         self.budget = budget
         self.events = events
@@ -224,6 +235,7 @@ class NativeSimulation:
             time_limit=time_limit,
             events=events is not None,
             shared_search=shared_search,
+            shared_rows=shared_rows,
         )
 
     def run(self) -> RunResult:

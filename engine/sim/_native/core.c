@@ -43,6 +43,12 @@ static const char *POLICY_NAMES[P_COUNT] = {"DTR",  "DTRLocal", "MSPS",      "LR
 static const int POLICY_REGIONS[P_COUNT] = {1, 0, 1, 0, 0, 1, 1, 1, 1};
 
 #define NEVER INT64_MIN /* last_access not yet set: Python's -inf */
+/* shared_pass builds its rows from global closures when their words are fewer than this many
+   times the bits a conversion would visit (measured: see there) */
+#ifndef GLOBAL_ROWS_FACTOR
+#define GLOBAL_ROWS_FACTOR 8
+#endif
+enum { ROWS_AUTO = 0, ROWS_CONVERT = 1, ROWS_CLOSURES = 2 };
 #ifndef SHARE_FACTOR
 #define SHARE_FACTOR 1
 #endif
@@ -181,6 +187,11 @@ typedef struct {
     int32_t epoch;
     uint64_t *clo;
     Py_ssize_t clo_used, clo_cap;
+    uint64_t *gclo;   /* shared_pass's closures as global rows (see there) */
+    Py_ssize_t gclo_cap;
+    int64_t *lc;      /* shared_pass's compute by local id */
+    int32_t *base_entry, *entry_base; /* shared_pass's: each base's memo entry, each entry's first base */
+    int shared_rows;  /* how shared_pass builds its rows: ROWS_AUTO, or one way (a test switch) */
     /* shared_pass's results by closure union: bases whose evicted neighbours' closures unite
        to the same local sets get the same global rows (half of them, in deep cascades) */
     uint64_t *memo;        /* entries of (key words, global interior, global frontier) */
@@ -222,7 +233,7 @@ typedef struct {
     int64_t jumps, steps_jumped;
     int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
     int64_t merges, merges_blocked, steps_skipped, points_resumed, mid_merges;
-    int64_t searches, visited, edges_seen, plain_passes;
+    int64_t searches, visited, edges_seen, plain_passes, shared_passes, global_passes;
     char error[240];
     int started;
 } Core;
@@ -524,14 +535,29 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         c->clo = grown;
         c->clo_cap = need;
     }
+    /* Local ids in ascending storage order (any numbering gives the same closures; this one
+       makes a local union's conversion to a global row a walk over ascending words). */
+    uint64_t *region = c->scratch_d;
+    memset(region, 0, sizeof(uint64_t) * GW);
+    for (int32_t i = 0; i < m; i++) set_bit(region, global[i]);
+    for (Py_ssize_t x = 0, i = 0; x < GW; x++) {
+        uint64_t word = region[x];
+        while (word) {
+            int32_t g = (int32_t)((x << 6) + __builtin_ctzll(word));
+            word &= word - 1;
+            local[g] = (int32_t)i;
+            global[i++] = g;
+        }
+    }
     c->visited += n_post;
+    Py_ssize_t region_edges = 0;
     for (int32_t i = 0; i < n_post; i++) {
         int32_t v = post[i];
         uint64_t *R = c->clo + (Py_ssize_t)local[v] * 2 * W, *F = R + W;
         memset(R, 0, sizeof(uint64_t) * 2 * W);
         set_bit(R, local[v]);
         const int32_t *e = items + off[v];
-        c->edges_seen += len[v];
+        region_edges += len[v];
         for (int32_t k = 0; k < len[v]; k++) {
             int32_t w = e[k];
             if (material[w]) {
@@ -545,75 +571,171 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
             }
         }
     }
-    uint64_t *li = c->clo + (Py_ssize_t)m * 2 * W, *lf = li + W; /* the base's, local */
-    Py_ssize_t entry_words = 2 * W + 2 * GW, entries = 0;
+    c->edges_seen += region_edges;
+
+    /* Each base's interior is the union of its evicted neighbours' R; bases with the same
+       union get the same rows. A union's frontier is the resident storages its members point
+       to, a function of the union, so the interior alone is the memo's key. First every base
+       finds its union's entry (or opens one), then the new entries get their global rows. */
+    uint64_t *li = c->clo + (Py_ssize_t)m * 2 * W, *lf = li + W; /* a union, local */
+    Py_ssize_t entry_words = W + 2 * GW, entries = 0;
     if (memo_reserve(c, nb, entry_words) < 0) return -2;
+    int32_t *base_entry = c->base_entry, *entry_base = c->entry_base;
+    int64_t new_bits = 0, new_links = 0; /* over the new entries: interior bits, evicted links */
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        const int32_t *e = items + off[bases[b]];
+        int links = 0;
+        memset(li, 0, sizeof(uint64_t) * W);
+        for (int32_t k = 0; k < len[bases[b]]; k++) {
+            int32_t u = e[k];
+            if (material[u]) continue;
+            links++;
+            const uint64_t *R = c->clo + (Py_ssize_t)local[u] * 2 * W;
+            for (Py_ssize_t x = 0; x < W; x++) li[x] |= R[x];
+        }
+        if (!links) {
+            base_entry[b] = -1;
+            continue;
+        }
+        uint64_t h = 0x243f6a8885a308d3ULL;
+        for (Py_ssize_t x = 0; x < W; x++) h = (h ^ li[x]) * 0x9e3779b97f4a7c15ULL;
+        h = mix64(h);
+        Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)(c->memo_slots - 1));
+        int32_t found = -1;
+        while (c->memo_slot[slot]) {
+            Py_ssize_t i = c->memo_slot[slot] - 1;
+            if (c->memo_hash[i] == h && memcmp(c->memo + i * entry_words, li, sizeof(uint64_t) * W) == 0) {
+                found = (int32_t)i;
+                c->memo_hits++;
+                break;
+            }
+            slot = (slot + 1) & (c->memo_slots - 1);
+        }
+        if (found < 0) {
+            found = (int32_t)entries++;
+            memcpy(c->memo + (Py_ssize_t)found * entry_words, li, sizeof(uint64_t) * W);
+            c->memo_hash[found] = h;
+            c->memo_slot[slot] = found + 1;
+            entry_base[found] = bases[b];
+            for (Py_ssize_t x = 0; x < W; x++) new_bits += __builtin_popcountll(li[x]);
+            new_links += links;
+        }
+        base_entry[b] = found;
+    }
+
+    /* The new entries' global rows, one of two ways (the same rows either way):
+       - converting each union's local bits to storage ids, about a dozen operations a bit;
+       - or first each region storage's closure as global rows (2 * GW words per region edge,
+         in post-order), then a union is the OR of its members' rows; its compute total is
+         still summed bit by bit, without the scatter.
+       Walks timed with each way forced, alternating in one process: closures took 0.75x the
+       time on InceptionV4 near 0.233, 0.9x on ResNet-32 and the same on DenseNet-121, but
+       1.2x on Unrolled GAN, whose regions are small against its rows (107 words). The
+       estimate below picks per pass, and was as fast as the better way on all four. */
+    int global_rows = c->shared_rows == ROWS_CLOSURES ||
+                      (c->shared_rows == ROWS_AUTO &&
+                       2 * GW * (region_edges + new_links) < GLOBAL_ROWS_FACTOR * new_bits);
+    c->shared_passes++;
+    int32_t *gpos = c->done[1];
+    if (global_rows) {
+        Py_ssize_t gneed = (Py_ssize_t)2 * GW * n_post;
+        if (gneed > c->gclo_cap) {
+            uint64_t *grown = (uint64_t *)PyMem_Realloc(c->gclo, sizeof(uint64_t) * gneed);
+            if (!grown) return -2;
+            c->gclo = grown;
+            c->gclo_cap = gneed;
+        }
+        for (int32_t i = 0; i < n_post; i++) {
+            int32_t v = post[i];
+            gpos[v] = i;
+            uint64_t *R = c->gclo + (Py_ssize_t)i * 2 * GW, *F = R + GW;
+            memset(R, 0, sizeof(uint64_t) * 2 * GW);
+            set_bit(R, v);
+            const int32_t *e = items + off[v];
+            for (int32_t k = 0; k < len[v]; k++) {
+                int32_t w = e[k];
+                if (material[w]) {
+                    set_bit(F, w);
+                } else {
+                    const uint64_t *Rw = c->gclo + (Py_ssize_t)gpos[w] * 2 * GW;
+                    for (Py_ssize_t x = 0; x < 2 * GW; x++) R[x] |= Rw[x];
+                }
+            }
+        }
+        for (int32_t i = 0; i < m; i++) c->lc[i] = a->compute[global[i]];
+        c->global_passes++;
+    }
+    for (Py_ssize_t i = 0; i < entries; i++) {
+        uint64_t *key = c->memo + i * entry_words, *gi = key + W, *gf = gi + GW;
+        int32_t base = entry_base[i];
+        const int32_t *e = items + off[base];
+        int64_t total = 0;
+        memset(gi, 0, sizeof(uint64_t) * 2 * GW);
+        if (global_rows) {
+            for (int32_t k = 0; k < len[base]; k++) {
+                int32_t u = e[k];
+                if (material[u]) continue;
+                const uint64_t *Ru = c->gclo + (Py_ssize_t)gpos[u] * 2 * GW;
+                for (Py_ssize_t x = 0; x < 2 * GW; x++) gi[x] |= Ru[x];
+            }
+            for (Py_ssize_t x = 0; x < W; x++) {
+                uint64_t word = key[x];
+                while (word) {
+                    total += c->lc[(x << 6) + __builtin_ctzll(word)];
+                    word &= word - 1;
+                }
+            }
+        } else {
+            memset(lf, 0, sizeof(uint64_t) * W);
+            for (int32_t k = 0; k < len[base]; k++) {
+                int32_t u = e[k];
+                if (material[u]) continue;
+                const uint64_t *F = c->clo + (Py_ssize_t)local[u] * 2 * W + W;
+                for (Py_ssize_t x = 0; x < W; x++) lf[x] |= F[x];
+            }
+            /* ascending local ids are ascending storages: gather each global word's bits in
+               a register and store it once */
+            for (int side = 0; side < 2; side++) {
+                const uint64_t *src = side ? lf : key;
+                uint64_t *dst = side ? gf : gi, acc = 0;
+                Py_ssize_t at = -1;
+                for (Py_ssize_t x = 0; x < W; x++) {
+                    uint64_t word = src[x];
+                    while (word) {
+                        int32_t g = global[(x << 6) + __builtin_ctzll(word)];
+                        word &= word - 1;
+                        if ((g >> 6) != at) {
+                            if (at >= 0) dst[at] = acc;
+                            at = g >> 6;
+                            acc = 0;
+                        }
+                        acc |= (uint64_t)1 << (g & 63);
+                        if (!side) total += a->compute[g];
+                    }
+                }
+                if (at >= 0) dst[at] = acc;
+            }
+        }
+        c->memo_total[i] = total;
+    }
+
     for (Py_ssize_t b = 0; b < nb; b++) {
         int32_t base = bases[b];
         uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
         uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
         row_begin(c, interior, 0);
         row_begin(c, frontier, 1);
-        memset(li, 0, sizeof(uint64_t) * 2 * W);
-        const int32_t *e = items + off[base];
-        int evicted = 0;
-        for (int32_t k = 0; k < len[base]; k++) {
-            int32_t u = e[k];
-            if (material[u]) continue;
-            evicted = 1;
-            const uint64_t *R = c->clo + (Py_ssize_t)local[u] * 2 * W, *F = R + W;
-            for (Py_ssize_t x = 0; x < W; x++) {
-                li[x] |= R[x];
-                lf[x] |= F[x];
-            }
-        }
         int64_t total = 0;
-        if (!evicted) {
+        if (base_entry[b] < 0) {
             memset(interior, 0, sizeof(uint64_t) * GW);
             memset(frontier, 0, sizeof(uint64_t) * GW);
         } else {
-            /* the union's global rows: looked up, or converted bit by bit and kept */
-            uint64_t h = 0x243f6a8885a308d3ULL;
-            for (Py_ssize_t x = 0; x < 2 * W; x++) h = mix64(h ^ li[x]);
-            Py_ssize_t slot = (Py_ssize_t)(h & (uint64_t)(c->memo_slots - 1));
-            uint64_t *entry = NULL;
-            while (c->memo_slot[slot]) {
-                Py_ssize_t i = c->memo_slot[slot] - 1;
-                uint64_t *cand = c->memo + i * entry_words;
-                if (c->memo_hash[i] == h && memcmp(cand, li, sizeof(uint64_t) * 2 * W) == 0) {
-                    entry = cand;
-                    total = c->memo_total[i];
-                    c->memo_hits++;
-                    break;
-                }
-                slot = (slot + 1) & (c->memo_slots - 1);
-            }
-            if (!entry) {
-                entry = c->memo + entries * entry_words;
-                memcpy(entry, li, sizeof(uint64_t) * 2 * W);
-                uint64_t *gi = entry + 2 * W, *gf = gi + GW;
-                memset(gi, 0, sizeof(uint64_t) * 2 * GW);
-                for (Py_ssize_t x = 0; x < W; x++) {
-                    uint64_t word = li[x];
-                    while (word) {
-                        int32_t g = global[(x << 6) + __builtin_ctzll(word)];
-                        word &= word - 1;
-                        set_bit(gi, g);
-                        total += a->compute[g];
-                    }
-                    word = lf[x];
-                    while (word) {
-                        set_bit(gf, global[(x << 6) + __builtin_ctzll(word)]);
-                        word &= word - 1;
-                    }
-                }
-                c->memo_hash[entries] = h;
-                c->memo_total[entries] = total;
-                c->memo_slot[slot] = (int32_t)(++entries);
-            }
-            memcpy(interior, entry + 2 * W, sizeof(uint64_t) * GW);
-            memcpy(frontier, entry + 2 * W + GW, sizeof(uint64_t) * GW);
+            const uint64_t *entry = c->memo + (Py_ssize_t)base_entry[b] * entry_words;
+            memcpy(interior, entry + W, sizeof(uint64_t) * GW);
+            memcpy(frontier, entry + W + GW, sizeof(uint64_t) * GW);
+            total = c->memo_total[base_entry[b]];
         }
+        const int32_t *e = items + off[base];
         for (int32_t k = 0; k < len[base]; k++)
             if (material[e[k]]) set_bit(frontier, e[k]);
         if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
@@ -1850,7 +1972,8 @@ static void Core_dealloc(Core *c) {
                      c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
                      c->fr_log, c->ul_log,
                      c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
-                     c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total};
+                     c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
+                     c->gclo, c->lc, c->base_entry, c->entry_base};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
         PyMem_Free(c->snaps[i].arena);
@@ -2008,14 +2131,14 @@ static int build_arena(Core *c) {
 /* Core(n_tensors, op_compute, op_first, op_nout, op_args_off, op_args, op_total, tensor_size,
         tensor_storage, tensor_op, storage_size, step_kind, step_arg, policy, budget, remat_limit,
         retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
-        max_snapshots=64) */
+        max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0) */
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
-                             "merging", NULL};
+                             "merging", "shared_rows", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -2023,18 +2146,22 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     double nbhd_b = 0.25;
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
-    int shared_search = 1, verify_hash = 0, merging = 1;
+    int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnppp", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppi", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
-                                     &verify_hash, &merging))
+                                     &verify_hash, &merging, &shared_rows))
         return -1;
+    if (shared_rows < ROWS_AUTO || shared_rows > ROWS_CLOSURES) {
+        PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1 or 2");
+        return -1;
+    }
     c->started = 1;
     if (n < 0 || n >= INT32_MAX / 2) {
         PyErr_SetString(PyExc_ValueError, "Core: bad tensor count");
@@ -2133,6 +2260,9 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->bases = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->lc = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
+    c->base_entry = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->entry_base = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     for (int d = 0; d < 2; d++) {
         c->mark[d] = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
         c->done[d] = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -2140,6 +2270,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         if (!c->mark[d] || !c->done[d] || !c->slot[d]) { PyErr_NoMemory(); return -1; }
     }
     c->shared_search = shared_search;
+    c->shared_rows = shared_rows;
     if (c->tracking) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -2154,7 +2285,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     }
-    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases) {
+    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases || !c->lc || !c->base_entry || !c->entry_base) {
         PyErr_NoMemory();
         return -1;
     }
@@ -2257,7 +2388,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
-    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
+    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
                          (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
                          c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
                          c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
@@ -2266,7 +2397,9 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
                          (long long)c->points_resumed, "mid_cascade_merges",
                          (long long)c->mid_merges, "jumps", (long long)c->jumps,
                          "steps_jumped", (long long)c->steps_jumped, "log_words",
-                         (Py_ssize_t)c->log_len);
+                         (Py_ssize_t)c->log_len, "shared_passes",
+                         (long long)c->shared_passes, "shared_passes_closure_rows",
+                         (long long)c->global_passes, "memo_hits", (long long)c->memo_hits);
 }
 
 static PyObject *list_i32(const Vec32 *v, Py_ssize_t rows) {
