@@ -631,7 +631,8 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
        Walks timed with each way forced, alternating in one process: closures took 0.75x the
        time on InceptionV4 near 0.233, 0.9x on ResNet-32 and the same on DenseNet-121, but
        1.2x on Unrolled GAN, whose regions are small against its rows (107 words). The
-       estimate below picks per pass, and was as fast as the better way on all four. */
+       estimate below picks per pass; it was within the timing noise of the better way on all
+       four (InceptionV4 0.8x, GAN 0.96x of the conversion). */
     int global_rows = c->shared_rows == ROWS_CLOSURES ||
                       (c->shared_rows == ROWS_AUTO &&
                        2 * GW * (region_edges + new_links) < GLOBAL_ROWS_FACTOR * new_bits);
