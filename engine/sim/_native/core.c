@@ -724,24 +724,23 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         int32_t base = bases[b];
         uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
         uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
-        row_begin(c, interior, 0);
-        row_begin(c, frontier, 1);
+        uint64_t *fresh = c->scratch_d; /* the new frontier (the region's bits are spent) */
         int64_t total = 0;
+        /* word by word, so that only the words that change are hashed and marked */
         if (base_entry[b] < 0) {
-            memset(interior, 0, sizeof(uint64_t) * GW);
-            memset(frontier, 0, sizeof(uint64_t) * GW);
+            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[x], 0);
+            memset(fresh, 0, sizeof(uint64_t) * GW);
         } else {
             const uint64_t *entry = c->memo + (Py_ssize_t)base_entry[b] * entry_words;
-            memcpy(interior, entry + W, sizeof(uint64_t) * GW);
-            memcpy(frontier, entry + W + GW, sizeof(uint64_t) * GW);
+            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[x], entry[W + x]);
+            memcpy(fresh, entry + W + GW, sizeof(uint64_t) * GW);
             total = c->memo_total[base_entry[b]];
         }
         const int32_t *e = items + off[base];
         for (int32_t k = 0; k < len[base]; k++)
-            if (material[e[k]]) set_bit(frontier, e[k]);
-        if (material[base]) clear_bit(frontier, base); /* a search never lists its base */
-        row_end(c, interior, 0);
-        row_end(c, frontier, 1);
+            if (material[e[k]]) set_bit(fresh, e[k]);
+        if (material[base]) clear_bit(fresh, base); /* a search never lists its base */
+        for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &frontier[x], fresh[x]);
         PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
         c->searches++;
     }
