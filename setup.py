@@ -14,7 +14,8 @@ setup(
             "engine.sim._native.core",
             ["engine/sim/_native/core.c"],
             depends=["engine/sim/_native/divide.h"],
-            extra_compile_args=["-O3", "-Wall", "-Wno-unused-function"],  # -O3: 6% faster walks than -O2
+            # -O3: walks 6% faster than at -O2, with the same records
+            extra_compile_args=["-O3", "-Wall", "-Wno-unused-function"],
         ),
     ]
 )
