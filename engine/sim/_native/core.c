@@ -1229,8 +1229,12 @@ static void compact_frames(Core *c) {
         und += c->pts[i].und_top;
     }
     if (c->fr_len < 2 * frames + 4096 && c->ul_len < 2 * und + 4096) return;
-    Frame *fr = (Frame *)PyMem_Malloc(sizeof(Frame) * (frames + 1024));
-    int32_t *ul = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (und + 1024));
+    /* the new arrays keep the old capacity: the next runs refill it, and growing it again
+       from the live size cost 2% of a walk in realloc copies */
+    Py_ssize_t fr_cap = c->fr_cap > frames + 1024 ? c->fr_cap : frames + 1024;
+    Py_ssize_t ul_cap = c->ul_cap > und + 1024 ? c->ul_cap : und + 1024;
+    Frame *fr = (Frame *)PyMem_Malloc(sizeof(Frame) * fr_cap);
+    int32_t *ul = (int32_t *)PyMem_Malloc(sizeof(int32_t) * ul_cap);
     if (!fr || !ul) {
         PyMem_Free(fr);
         PyMem_Free(ul);
@@ -1251,9 +1255,9 @@ static void compact_frames(Core *c) {
     c->fr_log = fr;
     c->ul_log = ul;
     c->fr_len = fa;
-    c->fr_cap = frames + 1024;
+    c->fr_cap = fr_cap;
     c->ul_len = ua;
-    c->ul_cap = und + 1024;
+    c->ul_cap = ul_cap;
 }
 
 static void compact_log(Core *c) {
@@ -1262,7 +1266,7 @@ static void compact_log(Core *c) {
     for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
     c->log_live = live;
     if (c->log_len < 2 * live + (1 << 16)) return;
-    Py_ssize_t cap = live + 4096;
+    Py_ssize_t cap = c->log_cap > live + 4096 ? c->log_cap : live + 4096; /* as the frames' */
     uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
     uint64_t *val = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * cap);
     if (!idx || !val) { /* keep the old log: compaction is only an economy */
