@@ -25,6 +25,7 @@ ARROW_TYPES = {
 }
 
 _EPOCH = datetime(1970, 1, 1)
+_ONE_US = datetime(1970, 1, 1, 0, 0, 0, 1) - _EPOCH
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -55,9 +56,6 @@ def _microseconds(value: Any) -> int:
     if value.tzinfo is not None:  # an aware time is stored as its UTC wall clock
         value = value.astimezone(UTC).replace(tzinfo=None)
     return (value - _EPOCH) // _ONE_US
-
-
-_ONE_US = datetime(1970, 1, 1, 0, 0, 0, 1) - _EPOCH
 
 
 def _boolean(value: Any) -> bool:
