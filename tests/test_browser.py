@@ -472,6 +472,33 @@ def test_charts_export_as_png_svg_and_pdf(page, server) -> None:  # type: ignore
         check_file(fmt, download(page, page.locator(f"#export-compare .export-{fmt}")))
 
 
+def test_an_export_clicked_before_the_chart_is_drawn_still_downloads(page, server) -> None:  # type: ignore[no-untyped-def]
+    """Plotly is held back until after the click: the page's buttons are already there, the
+    chart is not drawn yet (a loaded machine's first seconds). The click is kept and the file
+    comes once the chart is drawn, instead of the click being dropped."""
+    base, _ = server
+    held: list[playwright.Route] = []
+
+    def hold(route: playwright.Route) -> None:
+        held.append(route)
+
+    page.route("**/plotly.min.js*", hold)
+    page.goto(base + f"/trace/{TRACE}", wait_until="commit")
+    button = page.locator("#export-strip .export-png")
+    button.wait_for()
+    assert page.evaluate("Boolean(window.Plotly)") is False
+    with page.expect_download(timeout=WAIT_MS) as started:
+        button.click()
+        for route in held:
+            route.continue_()
+        page.unroute("**/plotly.min.js*")
+    path = started.value.path()
+    assert path is not None
+    body = Path(path).read_bytes()
+    check_file("png", body)
+    assert open_png(body) == (KINDS["strip"].width * 2, KINDS["strip"].height * 2)
+
+
 @pytest.fixture(scope="module")
 def dtr_server(
     tmp_path_factory: pytest.TempPathFactory, traces_dir: Path
