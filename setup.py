@@ -6,7 +6,13 @@ leaving a runtime 20-100x slower behind. (A source checkout that was never built
 in pure Python: `dtr-landscape traces` and `bench` then say so on their first line.)
 """
 
+import platform
+
 from setuptools import Extension, setup
+
+# The neighbourhood bitsets count bits everywhere; without -mpopcnt each count is a call into
+# libgcc (2% of an InceptionV4 walk). Every x86-64 processor since 2008 has the instruction.
+POPCNT = ["-mpopcnt"] if platform.machine().lower() in ("x86_64", "amd64") else []
 
 setup(
     ext_modules=[
@@ -15,7 +21,7 @@ setup(
             ["engine/sim/_native/core.c"],
             depends=["engine/sim/_native/divide.h"],
             # -O3: walks 6% faster than at -O2, with the same records
-            extra_compile_args=["-O3", "-Wall", "-Wno-unused-function"],
+            extra_compile_args=["-O3", "-Wall", "-Wno-unused-function", *POPCNT],
         ),
     ]
 )

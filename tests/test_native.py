@@ -3,8 +3,11 @@ runs: the same record field for field, the same event log row for row."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,7 +17,9 @@ from engine.sim import native
 from engine.sim.native import NativeSimulation
 from engine.sim.policies import POLICIES as ALL_POLICIES
 from engine.sim.policies import make_policy
+from engine.sim.runtime import RunResult
 from engine.sim.simulate import baseline, budget_for, load, run_point
+from engine.sim.trace import Program
 from traces.random_traces import generate
 
 C_POLICIES = [
@@ -77,43 +82,174 @@ def test_resnet32(traces_dir: Path, ratio: float) -> None:
     _same("resnet32", ratio, "DTR", traces=traces_dir)
 
 
+def _ways_agree(program: Program, budget: int, remat_limit: int, ways: list[dict]) -> list[dict]:
+    """Runs of one point, one per way of making the searches: the same record, the same number
+    of searches and the same final state (every neighbourhood row); returns their stats."""
+    runs = [
+        NativeSimulation(
+            program,
+            budget,
+            make_policy("DTR"),
+            remat_limit=remat_limit,
+            **way,
+        )
+        for way in ways
+    ]
+    results = [sim.run() for sim in runs]
+    for result in results:
+        result.wall_s = 0.0
+    assert results[1:] == results[:1] * (len(ways) - 1)
+    assert len({sim.core.state_digest() for sim in runs}) == 1
+    stats = [sim.stats() for sim in runs]
+    assert len({s["searches"] for s in stats}) == 1
+    return stats
+
+
 def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
-    """The shared neighbourhood searches (one walk of the evicted region per after_compute)
-    find exactly what one search per storage finds, whichever way they build their rows:
-    converting local unions bit by bit, from the region's global closures, or choosing per
-    pass (the default)."""
-    ways = (
+    """The shared neighbourhood searches find exactly what one search per storage finds,
+    whichever way they make them: labels swept over the ids, or one walk of the evicted region
+    building rows by converting local unions bit by bit or from the region's global closures,
+    or choosing per pass (the default)."""
+    ways: list[dict] = [
         {"shared_search": False},
         {"shared_rows": "auto"},
         {"shared_rows": "convert"},
         {"shared_rows": "closures"},
-    )
-    for name, ratio in (("resnet32", 0.101), ("unet", 0.433), ("densenet121", 0.2)):
+        {"shared_rows": "labels"},
+    ]
+    for name, ratio in (("resnet32", 0.101), ("unet", 0.433), ("densenet121", 0.2), ("lstm", 0.15)):
         _, program = load(name, traces_dir)
         base = baseline(program)
-        runs = [
-            NativeSimulation(
-                program,
-                budget_for(ratio, base.peak),
-                make_policy("DTR"),
-                remat_limit=base.model_compute * 59,
-                **way,  # type: ignore[arg-type]
-            )
-            for way in ways
-        ]
-        results = [sim.run() for sim in runs]
-        for result in results:
-            result.wall_s = 0.0
-        assert results[1:] == results[:1] * 3, name
-        stats = [sim.stats() for sim in runs]
-        assert len({s["searches"] for s in stats}) == 1, name
-        plain, auto, convert, closures = stats
-        assert plain["shared_passes"] == 0 and convert["shared_passes_closure_rows"] == 0
+        budget = budget_for(ratio, base.peak)
+        stats = _ways_agree(program, budget, base.model_compute * 59, ways)
+        plain, auto, convert, closures, labels = stats
+        assert all(s["topological"] == 1 for s in stats), name
+        assert plain["shared_passes"] == plain["sweep_passes"] == 0, name
+        assert convert["shared_passes_closure_rows"] == convert["sweep_passes"] == 0, name
         assert closures["shared_passes_closure_rows"] == closures["shared_passes"] > 0, name
-        # the default picks per pass, and on each of these traces both ways are picked
-        assert 0 < auto["shared_passes_closure_rows"] < auto["shared_passes"], name
-    with pytest.raises(ValueError, match="shared_rows: expected one of auto, convert, closures"):
+        assert closures["sweep_passes"] == 0, name
+        assert labels["sweep_passes"] > 0 and labels["shared_passes"] == 0, name
+        # the default sweeps passes of up to 64 bases and shares larger ones' closures (the
+        # LSTM at 0.15 has none), building their rows either way (both on DenseNet-121)
+        assert auto["sweep_passes"] > 0, name
+        assert (auto["shared_passes"] > 0) == (name != "lstm"), name
+        if name == "densenet121":
+            assert 0 < auto["shared_passes_closure_rows"] < auto["shared_passes"], name
+    with pytest.raises(
+        ValueError, match="shared_rows: expected one of auto, convert, closures, labels"
+    ):
         NativeSimulation(program, 1, make_policy("DTR"), shared_rows="sideways")
+
+
+def _in_place(text: str) -> str:
+    """A random trace whose calls of two or more arguments write their result into their
+    oldest argument's storage (ALIAS of it) where that makes no cycle: edges then go from
+    newer storages to older ones, and the storage graph stays acyclic."""
+    lines = [json.loads(line) for line in text.splitlines()]
+    storage: dict[str, str] = {}  # tensor name -> its storage (the name of its first tensor)
+    born: dict[str, int] = {}
+    children: dict[str, set[str]] = {}
+
+    def reaches(a: str, b: str) -> bool:
+        stack, seen = [a], {a}
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c == b:
+                    return True
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return False
+
+    call: dict | None = None
+    for i, obj in enumerate(lines):
+        kind = obj["INSTRUCTION"]
+        if kind == "CONSTANT":
+            storage[obj["NAME"]] = obj["NAME"]
+            born[obj["NAME"]] = i
+        elif kind in ("COPY", "COPY_FROM"):
+            storage[obj["DST"]] = storage[obj["SRC"]]
+        elif kind == "CALL":
+            call = obj
+        elif kind == "MUTATE":
+            for m in obj["MUTATE"]:
+                name = obj["ARGS"][m]
+                storage[name], born[name] = name, i
+                for a in obj["ARGS"]:
+                    if storage[a] != name:
+                        children.setdefault(storage[a], set()).add(name)
+        elif kind == "ALIAS" and call is not None:
+            name, args = obj["NAME"], [storage[a] for a in call["ARGS"]]
+            target = int(obj["ALIAS"])
+            if target == -1 and len(call["RESULT"]) == 1 and len(set(args)) >= 2:
+                oldest = min(range(len(args)), key=lambda k: born[args[k]])
+                if not any(reaches(args[oldest], a) for a in args if a != args[oldest]):
+                    obj["ALIAS"] = target = str(oldest)
+            target = int(target)
+            out = name if target == -1 else args[target]
+            storage[name] = out
+            born.setdefault(out, i)
+            for a in args:
+                if a != out:
+                    children.setdefault(a, set()).add(out)
+    return "\n".join(json.dumps(obj) for obj in lines) + "\n"
+
+
+def _outcome(run: Callable[[], object]) -> object:
+    """What a run gives: its result, or the error it stops with (a maintained neighbourhood
+    that lacks an evicted storage stops simrd on an assertion, and both runtimes alike)."""
+    try:
+        return run()
+    except RuntimeError as error:
+        return ("stopped", str(error))
+
+
+def test_storage_graphs_against_id_order(tmp_path: Path) -> None:
+    """Where an edge goes from a newer storage to an older one, ids are not a topological
+    order: the sweep is not used, and runs are still the Python runtime's. (Writing into an
+    argument's storage often leaves a maintained neighbourhood without an evicted storage,
+    where simrd stops on an assertion: both runtimes stop there alike.)"""
+    completed = stopped = 0
+    for seed in range(8):
+        path = tmp_path / f"in-place-{seed}.log"
+        path.write_text(_in_place(generate(500 + seed, n_ops=60)))
+        _, program = load(str(path))
+        base = baseline(program)
+        for ratio in (0.3, 0.5, 0.7, 0.9):
+            records = [
+                _outcome(partial(run_point, str(path), ratio=ratio, native=native))
+                for native in (True, False)
+            ]
+            for record in records:
+                if isinstance(record, dict):
+                    record.pop("wall_s")
+            if isinstance(records[0], dict):
+                assert records[0] == records[1], (seed, ratio)
+                completed += 1
+            else:
+                assert not isinstance(records[1], dict), (seed, ratio)
+                stopped += 1
+            outcomes = []
+            for way in (
+                {"shared_search": False},
+                {"shared_rows": "auto"},
+                {"shared_rows": "labels"},
+            ):
+                sim = NativeSimulation(
+                    program,
+                    budget_for(ratio, base.peak),
+                    make_policy("DTR"),
+                    remat_limit=base.model_compute * 59,
+                    **way,  # type: ignore[arg-type]
+                )
+                result = _outcome(sim.run)
+                if isinstance(result, RunResult):
+                    result.wall_s = 0.0
+                    result = (result, sim.core.state_digest(), sim.stats()["searches"])
+                outcomes.append(result)
+                assert sim.stats()["topological"] == 0 and sim.stats()["sweep_passes"] == 0
+            assert outcomes[1:] == outcomes[:1] * 2, (seed, ratio)
+    assert completed >= 8 and stopped, (completed, stopped)
 
 
 @pytest.mark.parametrize("policy", ["DTR", "TwoPhase@k=8", "LRU"])

@@ -130,7 +130,7 @@ def _limit(remat_limit: float) -> int | None:
 
 # How the shared searches build their rows (core.c, shared_pass): chosen per pass by a cost
 # estimate, or forced one way (tests prove both ways give the plain searches' rows).
-SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2}
+SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
 
 
 def _core_for(
