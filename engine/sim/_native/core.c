@@ -546,7 +546,11 @@ static void sweep_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         memset(total, 0, sizeof total);
         Py_ssize_t visited = 0, edges = 0;
         for (Py_ssize_t x = forward ? lo : hi; pending > 0; x += forward ? 1 : -1) {
-            uint64_t word;
+            /* storages taken one after another mostly have the same word (on the LSTM it
+               changes at one in four): their bits and compute are gathered while it stays and
+               given to its bases at once */
+            uint64_t word, run = 0, run_bits = 0;
+            int64_t run_cost = 0;
             while ((word = act[x]) != 0) {
                 int b = forward ? __builtin_ctzll(word) : 63 - __builtin_clzll(word);
                 act[x] = word & ~((uint64_t)1 << b);
@@ -556,11 +560,17 @@ static void sweep_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
                 int64_t cost = a->compute[v];
                 lab[v] = 0;
                 visited++;
-                for (uint64_t m = L; m; m &= m - 1) {
-                    int j = __builtin_ctzll(m);
-                    rows[2 * j * GW + x] |= bit;
-                    total[j] += cost;
+                if (L != run) {
+                    for (uint64_t m = run; m; m &= m - 1) {
+                        int j = __builtin_ctzll(m);
+                        rows[2 * j * GW + x] |= run_bits;
+                        total[j] += run_cost;
+                    }
+                    run = L;
+                    run_bits = run_cost = 0;
                 }
+                run_bits |= bit;
+                run_cost += cost;
                 const int32_t *e = items + off[v];
                 edges += len[v];
                 for (int32_t y = 0; y < len[v]; y++) {
@@ -581,18 +591,28 @@ static void sweep_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
                     }
                 }
             }
+            for (uint64_t m = run; m; m &= m - 1) {
+                int j = __builtin_ctzll(m);
+                rows[2 * j * GW + x] |= run_bits;
+                total[j] += run_cost;
+            }
         }
         for (Py_ssize_t x = rlo; x <= rhi; x++) {
-            uint64_t word = res[x];
+            uint64_t word = res[x], run = 0, run_bits = 0;
             res[x] = 0;
             while (word) {
                 int b = __builtin_ctzll(word);
                 word &= word - 1;
                 int32_t w = (int32_t)((x << 6) + b);
-                uint64_t bit = (uint64_t)1 << b;
-                for (uint64_t m = flab[w]; m; m &= m - 1) rows[(2 * __builtin_ctzll(m) + 1) * GW + x] |= bit;
+                if (flab[w] != run) {
+                    for (uint64_t m = run; m; m &= m - 1) rows[(2 * __builtin_ctzll(m) + 1) * GW + x] |= run_bits;
+                    run = flab[w];
+                    run_bits = 0;
+                }
+                run_bits |= (uint64_t)1 << b;
                 flab[w] = 0;
             }
+            for (uint64_t m = run; m; m &= m - 1) rows[(2 * __builtin_ctzll(m) + 1) * GW + x] |= run_bits;
         }
         c->visited += visited;
         c->edges_seen += edges;
