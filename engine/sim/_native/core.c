@@ -49,10 +49,6 @@ static const int POLICY_REGIONS[P_COUNT] = {1, 0, 1, 0, 0, 1, 1, 1, 1};
 #define GLOBAL_ROWS_FACTOR 8
 #endif
 enum { ROWS_AUTO = 0, ROWS_CONVERT = 1, ROWS_CLOSURES = 2, ROWS_LABELS = 3 };
-/* sweep_pass for at most this many bases, shared_pass's closures above (see sweep_pass) */
-#ifndef SWEEP_MAX_BASES
-#define SWEEP_MAX_BASES 64
-#endif
 #ifndef SHARE_FACTOR
 #define SHARE_FACTOR 1
 #endif
@@ -511,8 +507,9 @@ static void put_rows(Core *c, int32_t base, int forward, const uint64_t *interio
    bit: the region is walked once per 64 bases, without a search first. Plain searches walk
    it once per base, and the bases of one computation mostly border the same region (on the
    LSTM their interiors add up to about three times the region: a fresh run at 0.22 took
-   0.58x the time). With more than 64 bases shared_pass's closures are cheaper (InceptionV4,
-   whose unions often repeat). */
+   0.53x the time). It is also cheaper than shared_pass's closures, which stay for storage
+   graphs whose ids are not in order, with many bases too: an Unrolled GAN run whose passes
+   often have more than 64 took 0.48x the time, a walk on InceptionV4 near 0.233 0.61x. */
 static void sweep_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward) {
     Arrays *a = &c->a;
     const int32_t *off = forward ? c->ch_off : c->pa_off;
@@ -622,7 +619,8 @@ static void sweep_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
     }
 }
 
-/* All the fresh searches of one direction in one after_compute, sharing their work.
+/* All the fresh searches of one direction in one after_compute, sharing their work, where
+   sweep_pass cannot (a storage graph whose ids are not a topological order).
 
    The affected storages mostly border the same evicted region, so their plain searches walk
    it again and again (20-35x the region's size on the DTR traces). Here the region is walked
@@ -931,7 +929,7 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
 /* The fresh searches of one direction: shared when several bases can share them. */
 static int search_all(Core *c, const int32_t *bases, Py_ssize_t nb, int forward) {
     if (c->shared_search && nb > 1 && c->topological &&
-        ((c->shared_rows == ROWS_AUTO && nb <= SWEEP_MAX_BASES) || c->shared_rows == ROWS_LABELS)) {
+        (c->shared_rows == ROWS_AUTO || c->shared_rows == ROWS_LABELS)) {
         sweep_pass(c, bases, nb, forward);
         return 0;
     }
