@@ -109,10 +109,26 @@ def fingerprint(trace: str | None, policy: str) -> str:
         frame = _query(
             "SELECT count(*) AS n FROM runs WHERE trace = ? AND policy = ?", [trace, policy]
         )
-    walks_frame = _query("SELECT count(*) AS n FROM walks")
     n = int(frame["n"].iloc[0]) if not frame.empty else 0
-    w = int(walks_frame["n"].iloc[0]) if not walks_frame.empty else 0
-    return f"{trace}|{policy}|{n}|{w}"
+    return trace_fingerprint(trace, policy, n, walk_count())
+
+
+def trace_fingerprint(trace: str | None, policy: str, runs: int, walks: int) -> str:
+    """`fingerprint` from counts already read."""
+    return f"{trace}|{policy}|{runs}|{walks}"
+
+
+def walk_count() -> int:
+    frame = _query("SELECT count(*) AS n FROM walks")
+    return int(frame["n"].iloc[0]) if not frame.empty else 0
+
+
+def run_counts(policy: str) -> dict[str, int]:
+    """Stored runs per trace under `policy`, in one query."""
+    frame = _query(
+        "SELECT trace, count(*) AS n FROM runs WHERE policy = ? GROUP BY trace", [policy]
+    )
+    return {str(t): int(n) for t, n in zip(frame.get("trace", []), frame.get("n", []), strict=True)}
 
 
 def peak(trace: str, frame: pd.DataFrame | None = None) -> int | None:

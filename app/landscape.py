@@ -3,7 +3,9 @@
 Which runs are samples, the hole counts and the exact widths are the engine's
 (engine/landscape/holes.py `landscape_holes`, the same function `dtr-landscape holes` calls);
 this module only adapts its report into the dataclasses the components take, and adds what
-is the dashboard's own: the ratio axis, walk coverage and a run's neighbours.
+is the dashboard's own: the ratio axis, walk coverage, a run's neighbours, and what a chart
+of a whole walked landscape (100,000 runs and more) can draw: its intervals merged into
+stretches of one outcome, and its runs thinned with every change of outcome kept.
 """
 
 from __future__ import annotations
@@ -55,6 +57,21 @@ class Region:
 
 
 @dataclass(frozen=True)
+class ExactHole:
+    """A hole the stored intervals alone prove (engine/landscape/intervals.py
+    `interval_holes`): every byte of it fails, and ok intervals touch it below and above."""
+
+    first_fail_byte: int
+    last_fail_byte: int
+    width: int
+    intervals: int
+    ok_below: str
+    first_fail: str
+    last_fail: str
+    ok_above: str
+
+
+@dataclass(frozen=True)
 class Holes:
     samples: int
     timeouts: int
@@ -66,6 +83,7 @@ class Holes:
     stable_from: Sample | None = None
     cap: float = DEFAULT_CAP
     other_versions: int = 0  # trace versions stored besides the one shown (the newest)
+    exact: list[ExactHole] = field(default_factory=list)
 
 
 def _sample(point: dict[str, Any]) -> Sample:
@@ -112,6 +130,21 @@ def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:
         stable_from=_maybe(report["stable_from"]),
         cap=cap,
         other_versions=max(0, len(report["trace_versions"]) - 1),
+        exact=[_exact(h) for h in report["interval_holes"]],
+    )
+
+
+def _exact(hole: dict[str, Any]) -> ExactHole:
+    runs = hole["run_ids"]
+    return ExactHole(
+        first_fail_byte=int(hole["first_fail_byte"]),
+        last_fail_byte=int(hole["last_fail_byte"]),
+        width=int(hole["width"]),
+        intervals=int(hole["intervals"]),
+        ok_below=str(runs["ok_below"]),
+        first_fail=str(runs["first_fail"]),
+        last_fail=str(runs["last_fail"]),
+        ok_above=str(runs["ok_above"]),
     )
 
 
@@ -152,24 +185,102 @@ def coverage(walks: pd.DataFrame) -> Coverage:
 def neighbours(frame: pd.DataFrame, record: dict[str, Any]) -> tuple[dict | None, dict | None]:
     """The stored runs at the nearest budgets below and above a run's, in its landscape: the
     runs comparable with it (engine/landscape/holes.py: its policy and cap, no what-ifs, not
-    excluded) of its trace version, the newest run per budget."""
-    if frame.empty:
+    excluded) of its trace version, the newest run per budget. Runs are looked at from the
+    nearest budget outward, so a walked landscape's 100,000 runs cost one sort."""
+    if frame.empty or "budget" not in frame:
         return None, None
     policy = str(record.get("policy"))
     cap = DEFAULT_CAP if missing(record.get("cap")) else float(record["cap"])
     version = record.get("trace_sha256")
-    rows = [
-        row
-        for row in frame.to_dict("records")
-        if comparable(row, policy, cap)
-        and (missing(version) or row.get("trace_sha256") == version)
-        and not missing(row.get("budget"))
-    ]
-    newest = {int(row["budget"]): row for row in sorted(rows, key=age_key)}
     budget = int(record["budget"])
-    below = [b for b in newest if b < budget]
-    above = [b for b in newest if b > budget]
-    return (
-        newest[max(below)] if below else None,
-        newest[min(above)] if above else None,
+    rows = frame[frame["budget"].notna() & (frame["policy"] == policy)]
+    if not missing(version) and "trace_sha256" in rows:
+        rows = rows[rows["trace_sha256"] == version]
+    below = rows[rows["budget"] < budget].sort_values("budget", ascending=False, kind="stable")
+    above = rows[rows["budget"] > budget].sort_values("budget", kind="stable")
+    return _nearest(below, policy, cap), _nearest(above, policy, cap)
+
+
+def _nearest(ordered: pd.DataFrame, policy: str, cap: float) -> dict | None:
+    """The newest comparable run at the first budget of `ordered` that has one."""
+    at: Any = None
+    found: list[dict] = []
+    for row in _chunks(ordered):
+        if found and row["budget"] != at:
+            break
+        if comparable(row, policy, cap):
+            at = row["budget"]
+            found.append(row)
+    return max(found, key=age_key) if found else None
+
+
+def _chunks(frame: pd.DataFrame, size: int = 256) -> Any:
+    """The frame's rows as dicts, a few at a time (most lookups stop in the first few)."""
+    for start in range(0, len(frame), size):
+        yield from frame.iloc[start : start + size].to_dict("records")
+
+
+# -- charts of many runs ---------------------------------------------------------------------
+def bands(frame: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """The frame's same-execution intervals as bands: columns lo, hi (bytes; hi NaN for 'any
+    larger'), status, run_id, peak and executions. Up to `limit` distinct intervals are one
+    band each; more (a walked landscape) are merged where they touch and share an outcome,
+    one band per stretch, its run_id the stretch's lowest execution."""
+    columns = ["lo", "hi", "status", "run_id", "peak", "executions"]
+    if frame.empty or "same_lo" not in frame:
+        return pd.DataFrame(columns=columns)
+    known = frame[frame["same_lo"].notna() & frame["peak"].notna()]
+    known = known.drop_duplicates(["same_lo", "same_hi", "status"]).sort_values("same_lo")
+    out = pd.DataFrame(
+        {
+            "lo": known["same_lo"].astype("int64").to_numpy(),
+            "hi": known["same_hi"].astype("float64").to_numpy(),
+            "status": known["status"].to_numpy(),
+            "run_id": known["run_id"].to_numpy(),
+            "peak": known["peak"].astype("float64").to_numpy(),
+            "executions": 1,
+        }
     )
+    if len(out) <= limit:
+        return out
+    # a new stretch where the outcome changes or a gap opens (hi + 1 != next lo)
+    touches = out["hi"].shift(1).add(1).eq(out["lo"])
+    starts = ~(touches & out["status"].eq(out["status"].shift(1)))
+    stretch = starts.cumsum()
+    merged = out.groupby(stretch, sort=True).agg(
+        lo=("lo", "first"),
+        hi=("hi", "last"),
+        status=("status", "first"),
+        run_id=("run_id", "first"),
+        peak=("peak", "first"),
+        executions=("executions", "sum"),
+    )
+    return merged.reset_index(drop=True)[columns]
+
+
+def thinned(frame: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """At most `limit` of the frame's runs, for markers: in budget order, every run whose
+    outcome differs from its neighbour's (the edges of holes) first, then runs evenly spaced
+    between them. The frame itself when it has no more than `limit` runs."""
+    if len(frame) <= limit:
+        return frame
+    ordered = frame.sort_values("budget", kind="stable")
+    status = ordered["status"]
+    edge = (status != status.shift(1)) | (status != status.shift(-1))
+    positions = pd.Series(range(len(ordered)), index=ordered.index)
+    edges = positions[edge.to_numpy()]
+    if len(edges) >= limit:
+        keep = edges.iloc[_evenly(len(edges), limit)]
+    else:
+        rest = positions[~edge.to_numpy()]
+        keep = pd.concat([edges, rest.iloc[_evenly(len(rest), limit - len(edges))]])
+    return ordered.iloc[sorted(keep.tolist())]
+
+
+def _evenly(n: int, k: int) -> list[int]:
+    """k positions of range(n), evenly spaced, first and last included (k <= n)."""
+    if k <= 0:
+        return []
+    if k == 1:
+        return [0]
+    return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})

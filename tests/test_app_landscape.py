@@ -114,6 +114,19 @@ def test_neighbours_are_in_the_runs_own_landscape() -> None:
     assert neighbours(runs, runs.iloc[0].to_dict())[0] is None
 
 
+def test_neighbours_take_the_newest_comparable_run_at_the_nearest_budget() -> None:
+    """Budget 3 has an older and a newer run and one of another cap; the newest of the two
+    comparable ones is the neighbour, even after the other cap's (newer still)."""
+    runs = frame(
+        [(1, "ok"), (3, "ok"), (3, "oom"), (3, "thrashed"), (5, "oom"), (8, "ok"), (9, "ok")],
+        run_id=["a", "b", "c", "d", "e", "f", "g"],
+        cap=[60.0, 60.0, 60.0, 10.0, 60.0, 10.0, 60.0],
+    )
+    below, above = neighbours(runs, runs.iloc[4].to_dict())
+    assert below is not None and below["run_id"] == "c"
+    assert above is not None and above["run_id"] == "g"
+
+
 # -- agreement with `dtr-landscape holes` --------------------------------------------------------
 GRID = [round(0.398 + i * 0.001, 3) for i in range(28)]  # 0.398 .. 0.425: two holes
 ENV = {"DTR_LANDSCAPE_TRACES": ""}

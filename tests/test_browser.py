@@ -25,11 +25,14 @@ from playwright import sync_api as playwright
 
 from app import ids
 from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
+from app.components.strip import BAND_LIMIT as STRIP_BAND_LIMIT
 from app.figures import KINDS
 from app.jobs import JobStore
 from engine.landscape.event_logs import compare_stored
+from engine.landscape.holes import holes_report
 from engine.landscape.store import Store
-from engine.sim.simulate import run_point
+from engine.landscape.walk import walk_landscape
+from engine.sim.simulate import baseline, budget_for, load, run_point
 from tests.helpers import REPO, check_file, open_png
 
 expect = playwright.expect
@@ -497,6 +500,47 @@ def test_an_export_clicked_before_the_chart_is_drawn_still_downloads(page, serve
     body = Path(path).read_bytes()
     check_file("png", body)
     assert open_png(body) == (KINDS["strip"].width * 2, KINDS["strip"].height * 2)
+
+
+@pytest.fixture(scope="module")
+def walked_server(
+    tmp_path_factory: pytest.TempPathFactory, traces_dir: Path
+) -> Iterator[tuple[str, Path]]:
+    """The dashboard over an exact walk of the synthetic trace, 0.2-0.7: 2,236 executions,
+    more than the strip draws one by one, and three exact holes."""
+    folder = tmp_path_factory.mktemp("served-walk")
+    db = folder / "landscape.duckdb"
+    ref, program = load(TRACE)
+    peak = baseline(program).peak
+    walk_landscape(Store.open(db), ref, start=budget_for(0.2, peak), end=budget_for(0.7, peak))
+    with serving(folder, db, traces_dir) as base:
+        yield base, db
+
+
+def test_a_walked_landscape_shows_its_exact_holes(page, walked_server) -> None:  # type: ignore[no-untyped-def]
+    """The trace page of a walk: the strip says what it drew, the facts and the exact holes
+    table give each hole to the byte (the engine's report), and a click opens a hole's first
+    failing run."""
+    base, db = walked_server
+    report = holes_report(Store.open(db), TRACE)
+    exact = report["interval_holes"]
+    assert len(exact) >= 2 and report["intervals"] > STRIP_BAND_LIMIT
+    page.goto(base + f"/trace/{TRACE}")
+    expect(page.locator(f"#{ids.TRACE_STRIP} .annotation-text")).to_contain_text(
+        f"of {report['runs']:,} runs drawn"
+    )
+    widest = max(h["width"] for h in exact)
+    expect(page.locator(f"#{ids.TRACE_SUMMARY}")).to_contain_text(
+        f"{len(exact)}, {sum(h['width'] for h in exact):,} failing bytes; widest {widest:,} B"
+    )
+    table = page.locator(f"#{ids.TRACE_EXACT_HOLES}")
+    for hole in exact:
+        expect(table).to_contain_text(f"{hole['first_fail_byte']:,} B")
+    shot(page, "trace-walked")
+    table.locator("td[data-dash-column='first_fail']").first.click()
+    page.wait_for_url(f"**/run/{exact[0]['run_ids']['first_fail']}")
+    page.goto(base + "/")
+    expect(page.locator(f"#card-{TRACE}")).to_contain_text(f"{len(exact)}, ")
 
 
 @pytest.fixture(scope="module")

@@ -194,3 +194,92 @@ def test_large_strip_uses_webgl_and_one_band_per_execution() -> None:
     assert kinds == {"scattergl"}
     assert sum(len(t.customdata) for t in fig.data if t.type == "scattergl") == n
     assert sum(len(t.x) for t in fig.data if t.type == "bar") == 20  # distinct intervals
+
+
+def walked(n: int, holes: list[tuple[int, int]]) -> pd.DataFrame:
+    """A walked landscape of n executions, one per byte-wide interval at budgets 1000..:
+    ok everywhere but oom in the [first, last] index ranges of `holes`. Ratios are of a
+    peak of 10 x n, so every execution is a distinct point on the strip."""
+    status = ["ok"] * n
+    for first, last in holes:
+        status[first : last + 1] = ["oom"] * (last - first + 1)
+    budgets = [1000 + i for i in range(n)]
+    runs = frame(
+        list(zip(budgets, status, strict=True)),
+        peak=[10 * n] * n,
+        ratio=[None] * n,
+        stage=["walk"] * n,
+        peak_pinned=[100 + i % 7 for i in range(n)],
+        depth_at_peak_pinned=[i % 3 for i in range(n)],
+        overhead=[1.0 + (i % 50) / 10 if s == "ok" else None for i, s in enumerate(status)],
+    )
+    return runs
+
+
+def test_a_walked_landscape_draws_stretches_and_thinned_markers() -> None:
+    """30,000 executions: one band per stretch of one outcome (its hover counts them), at
+    most MARKER_LIMIT markers with every run at a change of outcome among them, and a note
+    saying what was drawn."""
+    from app.components.strip import MARKER_LIMIT
+
+    n = 30_000
+    runs = walked(n, [(5_000, 5_009), (20_000, 26_000)])
+    fig = outcome_strip(runs)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert sum(len(t.x) for t in bars) == 5  # ok, oom, ok, oom, ok
+    oom = next(t for t in bars if t.name == BAND_PREFIX + "oom")
+    assert sorted(oom.customdata) == ["r21000", "r6000"]  # each stretch's lowest execution
+    assert any("10 executions" in text for text in oom.text)
+    markers = [t for t in fig.data if t.type == "scattergl"]
+    drawn = {run_id for t in markers for run_id in t.customdata}
+    assert len(drawn) <= MARKER_LIMIT
+    edges = {f"r{1000 + i}" for i in (4_999, 5_000, 5_009, 5_010, 19_999, 20_000, 26_000, 26_001)}
+    assert edges <= drawn and {"r1000", f"r{1000 + n - 1}"} <= drawn
+    (note,) = fig.layout.annotations
+    assert f"of {n:,} runs drawn" in note.text and f"5 bands for {n:,} executions" in note.text
+
+
+def test_a_few_intervals_stay_one_band_each() -> None:
+    runs = walked(50, [(10, 12)])
+    fig = outcome_strip(runs)
+    assert sum(len(t.x) for t in fig.data if t.type == "bar") == 50
+    assert not fig.layout.annotations
+
+
+def test_scatter_draws_each_distinct_point_once_and_counts_its_runs() -> None:
+    runs = walked(3_000, [(100, 199)])
+    ok = scatters(pinned_vs_depth(runs, "depth_at_peak_pinned"))["ok"]
+    points = set(zip(ok.x, ok.y, strict=True))
+    assert len(ok.x) == len(points) == 21  # 3 depths x 7 pinned values
+    assert any("more runs" in text for text in ok.text)
+
+
+def test_a_long_overhead_curve_keeps_each_slice_lowest_and_highest() -> None:
+    from app.components.charts import CURVE_LIMIT
+
+    runs = walked(20_000, [])
+    (curve,) = overhead_curve(runs).data
+    assert len(curve.x) <= CURVE_LIMIT
+    assert min(curve.y) == 1.0 and max(curve.y) == 5.9
+    assert list(curve.x) == sorted(curve.x)
+
+
+def test_exact_holes_in_the_facts_and_their_table() -> None:
+    from app.components.summary import exact_hole_rows
+
+    runs = walked(1_000, [(100, 109), (500, 699)])
+    found = holes(runs, "DTR")
+    assert [(h.first_fail_byte, h.last_fail_byte, h.width) for h in found.exact] == [
+        (1100, 1109, 10),
+        (1500, 1699, 200),
+    ]
+    walks = pd.DataFrame({"from_budget": [1000], "reached": [1999], "complete": [True]})
+    text = dict(facts(found, len(runs), coverage(walks), 10_000))
+    assert text["exact holes"] == "2, 210 failing bytes; widest 200 B at 0.150000..0.169900"
+    rows = exact_hole_rows(found.exact, 10_000)
+    assert rows[1]["first_fail_id"] == "r1500"
+    assert rows[1]["compare_href"] == "/compare?a=r1499&b=r1500"
+    assert rows[1]["executions"] == 200
+    assert dict(facts(holes(walked(10, []), "DTR"), 10, coverage(walks), 100))[
+        "exact holes"
+    ] == ("none in the walked budgets")

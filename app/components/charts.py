@@ -1,6 +1,10 @@
 """The trace page's scatters: pinned memory against nesting depth, and overhead against budget.
 
 Like the strip, one `go.Scatter` per outcome with customdata = run_id, imported records open.
+A walked landscape's neighbouring executions mostly share their pinned memory and depth: the
+scatter draws each distinct point once (its hover counts the runs there), and the overhead
+curve of more than CURVE_LIMIT runs keeps the lowest and highest overhead of each of
+CURVE_LIMIT / 2 budget slices, so its peaks stay where they are.
 """
 
 from __future__ import annotations
@@ -10,6 +14,9 @@ import plotly.graph_objects as go
 
 from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symbol
 from app.landscape import is_imported
+
+CURVE_LIMIT = 2000  # points of the overhead curve (a chart is about 700 pixels wide)
+SCATTER_LIMIT = 2000  # distinct points of the pinned/depth scatter
 
 DEPTH_COLUMNS = {
     "depth_at_peak_pinned": "depth at peak pinned",
@@ -45,7 +52,7 @@ def pinned_vs_depth(
     for status in OUTCOMES:
         part = frame[frame["status"] == status] if not frame.empty else frame
         part = part[part[depth_column].notna() & part["peak_pinned"].notna()] if len(part) else part
-        rows = part.to_dict("records")
+        rows = _distinct_points(part, depth_column)
         fig.add_trace(
             go.Scatter(
                 name=status,
@@ -61,7 +68,8 @@ def pinned_vs_depth(
                 customdata=[r["run_id"] for r in rows],
                 text=[
                     f"<b>{status}</b> budget {fmt_bytes(r['budget'])} ({fmt_ratio(r['x'])} x peak)"
-                    f"<br>peak pinned {fmt_bytes(r['peak_pinned'])}"
+                    + (f" and {r['runs'] - 1:,} more runs" if r["runs"] > 1 else "")
+                    + f"<br>peak pinned {fmt_bytes(r['peak_pinned'])}"
                     f"<br>{DEPTH_COLUMNS[depth_column]} {int(r[depth_column])}"
                     for r in rows
                 ],
@@ -78,13 +86,42 @@ def pinned_vs_depth(
     return fig
 
 
+def _distinct_points(part: pd.DataFrame, depth_column: str) -> list[dict]:
+    """One row per distinct (depth, pinned, imported) point, the lowest budget's run, with
+    `runs` = how many runs share it; evenly thinned past SCATTER_LIMIT."""
+    if part.empty:
+        return []
+    keyed = part.assign(_imported=[is_imported(s) for s in part["source"]]).sort_values("budget")
+    key = [depth_column, "peak_pinned", "_imported"]
+    counts = keyed.groupby(key, sort=False)["run_id"].transform("size")
+    first = keyed.assign(runs=counts).drop_duplicates(key)
+    if len(first) > SCATTER_LIMIT:
+        first = first.iloc[
+            sorted(
+                {round(i * (len(first) - 1) / (SCATTER_LIMIT - 1)) for i in range(SCATTER_LIMIT)}
+            )
+        ]
+    return list(first.to_dict("records"))
+
+
+def _curve_points(ok: pd.DataFrame) -> pd.DataFrame:
+    """The completing runs in budget order; past CURVE_LIMIT, the lowest and highest overhead
+    of each of CURVE_LIMIT / 2 equal slices of them."""
+    if len(ok) <= CURVE_LIMIT:
+        return ok
+    slices = pd.Series(range(len(ok)), index=ok.index) * (CURVE_LIMIT // 2) // len(ok)
+    grouped = ok["overhead"].groupby(slices.to_numpy())
+    keep = set(grouped.idxmin().tolist()) | set(grouped.idxmax().tolist())
+    return ok[ok.index.isin(keep)]
+
+
 def overhead_curve(
     frame: pd.DataFrame, *, uirevision: str = "overhead", height: int = 380
 ) -> go.Figure:
     """Overhead of the completing runs against budget / peak, in budget order."""
     fig = go.Figure()
     ok = frame[(frame["status"] == "ok") & frame["overhead"].notna()] if not frame.empty else frame
-    ok = ok.sort_values("budget") if not ok.empty else ok
+    ok = _curve_points(ok.sort_values("budget")) if not ok.empty else ok
     rows = ok.to_dict("records")
     fig.add_trace(
         go.Scatter(

@@ -1,8 +1,12 @@
-"""The outcome strip: every stored run of one trace on a budget axis (budget / peak).
+"""The outcome strip: the stored runs of one trace on a budget axis (budget / peak).
 
 One `go.Scatter` per outcome (customdata = run_id, so a click opens the run); imported
 records drawn with open markers; same-execution intervals, where known, as translucent
-horizontal bands behind the points (every budget in a band gives the same run).
+horizontal bands behind the points (every budget in a band gives the same run). A walked
+landscape has 100,000 executions and more, which no browser draws one by one: past
+BAND_LIMIT intervals the bands are stretches of one outcome (their hover says how many
+executions), and past MARKER_LIMIT runs the markers are thinned, every change of outcome
+kept (app/landscape.py `bands`, `thinned`); a note on the chart says so.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symbol
-from app.landscape import is_imported
+from app.landscape import bands, is_imported, thinned
 
 BAND_PREFIX = "interval "
 WEBGL_ABOVE = 2000  # points in one strip
+BAND_LIMIT = 2000  # intervals drawn one by one
+MARKER_LIMIT = 3000  # markers drawn (WebGL past WEBGL_ABOVE); the overview's small strips 1,000
 
 
 def _hover(row: dict) -> str:
@@ -41,33 +47,34 @@ def _hovers(part: pd.DataFrame) -> list[str]:
     return [_hover(row) for row in part[columns].to_dict("records")]
 
 
-def _bands(frame: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
-    known = frame[frame["same_lo"].notna() & frame["peak"].notna()] if "same_lo" in frame else None
-    if known is None or known.empty:
+def _band_text(status: str, row: dict) -> str:
+    hi = fmt_bytes(row["hi"]) if pd.notna(row["hi"]) else "any larger"
+    if row["executions"] == 1:
+        return f"{status}: same run for {fmt_bytes(row['lo'])} .. {hi}"
+    return f"{status} for {fmt_bytes(row['lo'])} .. {hi} ({row['executions']:,} executions)"
+
+
+def _bands(part: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
+    """One outcome's bands (app/landscape.py `bands` rows) as one horizontal bar trace."""
+    if part.empty:
         return None
-    # Runs of one execution share their interval: one band each (the browser draws fewer).
-    known = known.drop_duplicates(["same_lo", "same_hi"])
-    peak = known["peak"].astype(float)
-    lo = known["same_lo"].astype(float) / peak
-    hi = known["same_hi"].astype(float).div(peak).fillna(x_end)
+    peak = part["peak"]
+    lo = part["lo"].astype(float) / peak
+    hi = part["hi"].div(peak).fillna(x_end)
     hi = hi.where(hi > lo, lo)
     # A band spans [lo, hi] bytes inclusive: draw it up to hi + 1 byte.
     widths = (hi - lo) + 1 / peak
-    texts = [
-        f"{status}: same run for {fmt_bytes(a)} .. {fmt_bytes(b) if pd.notna(b) else 'any larger'}"
-        for a, b in zip(known["same_lo"], known["same_hi"], strict=True)
-    ]
     return go.Bar(
         name=BAND_PREFIX + status,
         orientation="h",
-        y=[0] * len(known),
+        y=[0] * len(part),
         base=lo.tolist(),
         x=widths.tolist(),
         width=0.5,
         marker={"color": COLORS[status], "line": {"width": 0}},
         opacity=0.25,
-        customdata=known["run_id"].to_numpy(),
-        text=texts,
+        customdata=part["run_id"].to_numpy(),
+        text=[_band_text(status, row) for row in part.to_dict("records")],
         textposition="none",
         hovertemplate="%{text}<extra></extra>",
         legendgroup=status,
@@ -83,18 +90,22 @@ def outcome_strip(
     uirevision: str = "strip",
     x_range: tuple[float, float] | None = None,
     webgl_above: int | None = WEBGL_ABOVE,
+    markers: int = MARKER_LIMIT,
 ) -> go.Figure:
     """The strip figure for `frame` (runs of one trace, with `x` = budget / peak).
-    `webgl_above`: points past which markers are WebGL (None: always SVG, as in files)."""
+    `webgl_above`: points past which markers are WebGL (None: always SVG, as in files);
+    `markers`: at most this many markers (thinned past it)."""
     fig = go.Figure()
     has_x = not frame.empty and "x" in frame
     data = frame[frame["x"].notna()] if has_x else frame
     x_end = float(data["x"].max()) * 1.05 if has_x and not data.empty else 1.0
+    spans = bands(data, BAND_LIMIT)
     for status in OUTCOMES:
-        part = data[data["status"] == status] if not data.empty else data
-        band = _bands(part, status, x_end) if not part.empty else None
+        band = _bands(spans[spans["status"] == status], status, x_end)
         if band is not None:
             fig.add_trace(band)
+    runs = len(data)
+    data = thinned(data, markers) if not data.empty else data
     # Thousands of SVG markers are slow to draw: WebGL above that (a page holds ~8 contexts).
     scatter = go.Scattergl if webgl_above is not None and len(data) > webgl_above else go.Scatter
     for status in OUTCOMES:
@@ -117,6 +128,22 @@ def outcome_strip(
                 hovertemplate="%{text}<extra></extra>",
                 legendgroup=status,
             )
+        )
+    if len(data) < runs or len(spans) < spans["executions"].sum():
+        fig.add_annotation(
+            text=(
+                f"{len(data):,} of {runs:,} runs drawn (every change of outcome kept); "
+                f"{len(spans):,} bands for {int(spans['executions'].sum()):,} executions"
+            ),
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=1.02,
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            font={"size": 11, "color": "#555555"},
+            name="thinned",
         )
     fig.update_layout(
         title={"text": title, "x": 0, "font": {"size": 14}} if title else None,

@@ -1,4 +1,5 @@
-"""A trace's facts (runs, holes, first success, stable-from, exact coverage) and its holes table."""
+"""A trace's facts (runs, holes, first success, stable-from, exact coverage, exact holes) and
+its holes tables: the sampled failure regions, and the holes the walked intervals prove."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dash import dcc, html
 from dash.dash_table.DataTable import DataTable
 
 from app.components.outcomes import fmt_bytes, fmt_ratio
-from app.landscape import Coverage, Holes, Region, Sample
+from app.landscape import Coverage, ExactHole, Holes, Region, Sample
 
 HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("region", "#"),
@@ -18,6 +19,16 @@ HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("first_ok_above", "first ok above"),
     ("failing_samples", "failing samples"),
     ("exact_width", "exact width (bytes)"),
+    ("compare", "why it fails"),
+)
+
+
+EXACT_HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("hole", "#"),
+    ("first_fail", "first failing byte"),
+    ("last_fail", "last failing byte"),
+    ("width", "width (bytes)"),
+    ("executions", "failing executions"),
     ("compare", "why it fails"),
 )
 
@@ -53,6 +64,24 @@ def width_text(region: Region) -> str:
     return text
 
 
+def byte_text(budget: int, peak: int | None) -> str:
+    return f"{budget:,} B" + (f" ({budget / peak:.6f})" if peak else "")
+
+
+def exact_holes_text(holes: Holes, cov: Coverage, peak: int | None) -> str:
+    """How many holes the walked intervals prove, their failing bytes, the widest."""
+    if not holes.exact:
+        return "none in the walked budgets" if cov.walks else "no exact walks"
+    widest = max(holes.exact, key=lambda h: h.width)
+    span = ""
+    if peak:
+        span = f" at {widest.first_fail_byte / peak:.6f}..{widest.last_fail_byte / peak:.6f}"
+    return (
+        f"{len(holes.exact)}, {sum(h.width for h in holes.exact):,} failing bytes; "
+        f"widest {widest.width:,} B{span}"
+    )
+
+
 def facts(holes: Holes, runs: int, cov: Coverage, peak: int | None) -> list[tuple[str, str]]:
     """(label, value) pairs shown for a trace under one policy."""
     widths = [r.exact_width for r in holes.regions if r.exact_width is not None]
@@ -75,6 +104,7 @@ def facts(holes: Holes, runs: int, cov: Coverage, peak: int | None) -> list[tupl
         ),
         ("stable from", sample_text(holes.stable_from)),
         ("exact coverage", coverage_text(cov, peak)),
+        ("exact holes", exact_holes_text(holes, cov, peak)),
     ]
 
 
@@ -112,6 +142,39 @@ def holes_table(holes: Holes, table_id: str) -> DataTable:
         columns=[{"name": label, "id": key} for key, label in HOLE_COLUMNS],
         data=hole_rows(holes),
         sort_action="native",
+        style_table={"overflowX": "auto"},
+        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px"},
+        style_header={"fontWeight": "bold"},
+    )
+
+
+def exact_hole_rows(holes: list[ExactHole], peak: int | None) -> list[dict[str | float | int, Any]]:
+    return [
+        {
+            "hole": i,
+            "first_fail": byte_text(h.first_fail_byte, peak),
+            "last_fail": byte_text(h.last_fail_byte, peak),
+            "width": h.width,
+            "executions": h.intervals,
+            "first_fail_id": h.first_fail,
+            # as in the sampled table: the compare page of the ok run just below and the
+            # first failing one
+            "compare": "compare \u25b8",
+            "compare_href": f"/compare?a={h.ok_below}&b={h.first_fail}",
+        }
+        for i, h in enumerate(holes, start=1)
+    ]
+
+
+def exact_holes_table(holes: list[ExactHole], table_id: str, peak: int | None) -> DataTable:
+    """One row per hole the walked intervals prove (both edges exact to the byte); clicking a
+    cell opens its first failing run, clicking "compare" compares it with the ok run below."""
+    return DataTable(
+        id=table_id,
+        columns=[{"name": label, "id": key} for key, label in EXACT_HOLE_COLUMNS],
+        data=exact_hole_rows(holes, peak),
+        sort_action="native",
+        page_size=20,
         style_table={"overflowX": "auto"},
         style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px"},
         style_header={"fontWeight": "bold"},

@@ -6,6 +6,7 @@ redraws only when runs were added (the fingerprint changed).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import dash
@@ -18,11 +19,14 @@ from app.components.launch_form import policy_dropdown
 from app.components.strip import outcome_strip
 from app.components.summary import facts, trace_card, traces_without_runs
 from app.landscape import coverage, holes
+from app.view_cache import ViewCache
 
 dash.register_page(__name__, path="/", name="Overview", title="DTR landscape")
 
 DEFAULT_POLICY = "DTR"
 REFRESH_MS = 5000
+CARDS = ViewCache()
+OVERVIEW_MARKERS = 1000  # per strip: a page of eight strips stays a few hundred KB
 DTR_TRACES_HINT = (
     "The DTR traces are not available: set DTR_LANDSCAPE_TRACES to the folder of the DTR "
     "logs (simrd/logs.zip of uwsampl/dtr-prototype)."
@@ -31,28 +35,36 @@ DTR_TRACES_HINT = (
 
 def strip_cards(policy: str) -> list[html.Section]:
     """A card per trace with runs under `policy` (facts and outcome strip), then one line
-    naming the traces without any."""
-    traces = data.known_traces()
-    frame = data.runs(policy=policy)
+    naming the traces without any. Each card is built from its own trace's runs, and kept
+    until they change (app/view_cache.py)."""
+    counts = data.run_counts(policy)
+    walks = data.walk_count()
     cards, empty = [], []
-    for name, source in traces.items():
-        runs = frame[frame["trace"] == name] if not frame.empty else frame
-        if runs.empty:
+    for name, source in data.known_traces().items():
+        if not counts.get(name):
             empty.append(name)
             continue
-        peak = data.peak(name, runs)
-        pairs = facts(holes(runs, policy), len(runs), coverage(data.walks(name, policy)), peak)
-        graph = dcc.Graph(
-            id={"type": ids.HOME_STRIP, "trace": name},
-            figure=outcome_strip(runs, uirevision=f"home-{name}"),
-            config={"displaylogo": False},
+        fingerprint = data.trace_fingerprint(name, policy, counts[name], walks)
+        cards.append(
+            CARDS.get((name, policy), fingerprint, partial(card, name, source, policy), recent=True)
         )
-        # the strips' ids are patterns: their exports are all rendered by the server
-        export = export_links("strip", {"trace": name, "policy": policy}, key=name)
-        cards.append(trace_card(name, source, pairs, html.Div([graph, export])))
     if empty:
         cards.append(traces_without_runs(empty, policy))
     return cards
+
+
+def card(name: str, source: str, policy: str) -> html.Section:
+    runs = data.runs(name, policy)
+    peak = data.peak(name, runs)
+    pairs = facts(holes(runs, policy), len(runs), coverage(data.walks(name, policy)), peak)
+    graph = dcc.Graph(
+        id={"type": ids.HOME_STRIP, "trace": name},
+        figure=outcome_strip(runs, uirevision=f"home-{name}", markers=OVERVIEW_MARKERS),
+        config={"displaylogo": False},
+    )
+    # the strips' ids are patterns: their exports are all rendered by the server
+    export = export_links("strip", {"trace": name, "policy": policy}, key=name)
+    return trace_card(name, source, pairs, html.Div([graph, export]))
 
 
 def layout(policy: str | None = None, **_query: object) -> html.Div:

@@ -34,17 +34,25 @@ from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
 from app.components.strip import outcome_strip
-from app.components.summary import facts, facts_list, holes_table
+from app.components.summary import exact_holes_table, facts, facts_list, holes_table
 from app.jobs import QueueFull, max_queued
 from app.landscape import coverage, holes
 from app.launch import LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
+from app.view_cache import ViewCache
 
 dash.register_page(
     __name__, path_template="/trace/<name>", title="Trace - DTR landscape", name="Trace"
 )
 
 REFRESH_MS = 2000
+VIEWS = ViewCache()
+
+
+def cached_views(name: str, policy: str, depth_column: str, fingerprint: str) -> dict[str, Any]:
+    return VIEWS.get(
+        (name, policy, depth_column), fingerprint, lambda: views(name, policy, depth_column)
+    )
 
 
 def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
@@ -57,11 +65,21 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
         "strip": outcome_strip(runs, height=260, uirevision=f"trace-{name}"),
         "pinned": pinned_vs_depth(runs, depth_column, uirevision=f"pinned-{name}"),
         "overhead": overhead_curve(runs, uirevision=f"overhead-{name}"),
-        "holes": (
-            holes_table(found, ids.TRACE_HOLES)
-            if found.regions
-            else html.P("No failure regions among the sampled budgets.")
-        ),
+        "holes": [
+            (
+                holes_table(found, ids.TRACE_HOLES)
+                if found.regions
+                else html.P("No failure regions among the sampled budgets.")
+            ),
+            *(
+                [
+                    html.H4("Exact holes: every byte of each walked, ok just below and above"),
+                    exact_holes_table(found.exact, ids.TRACE_EXACT_HOLES, peak),
+                ]
+                if found.exact
+                else []
+            ),
+        ],
         "summary": facts_list(pairs),
         "exports": html.Div(
             [
@@ -89,7 +107,8 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
     policies = data.policies()
     chosen = policy if policy in policies else DEFAULT_POLICY
     depth_column = "depth_at_peak_pinned"
-    built = views(name, chosen, depth_column)
+    fingerprint = data.fingerprint(name, chosen)
+    built = cached_views(name, chosen, depth_column, fingerprint)
     graph_config: Any = {"displaylogo": False, "scrollZoom": True}
     return html.Div(
         [
@@ -143,7 +162,7 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
             html.Div(id=ids.TRACE_CANCEL_MESSAGE, role="status", className="message"),
             dcc.Store(id=ids.TRACE_CANCEL_REQUEST),
             html.Div(jobs_view(name), id=ids.TRACE_JOBS),
-            dcc.Store(id=ids.TRACE_FINGERPRINT, data=data.fingerprint(name, chosen)),
+            dcc.Store(id=ids.TRACE_FINGERPRINT, data=fingerprint),
             dcc.Interval(id=ids.TRACE_INTERVAL, interval=REFRESH_MS),
         ]
     )
@@ -176,9 +195,11 @@ def jobs_view(name: str) -> html.Div:
 )
 def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple[Any, ...]:
     current = data.fingerprint(name, policy)
-    if ctx.triggered_id == ids.TRACE_INTERVAL and current == seen:
+    if ctx.triggered_id == ids.TRACE_INTERVAL and (
+        current == seen or VIEWS.too_soon((name, policy, depth))
+    ):
         raise PreventUpdate
-    built = views(name, policy, depth)
+    built = cached_views(name, policy, depth, current)
     return (
         built["strip"],
         built["pinned"],
@@ -332,6 +353,17 @@ def open_hole(cell: dict | None, rows: list[dict] | None) -> Any:
     if cell.get("column_id") == "compare":
         return row["compare_href"]
     return f"/run/{row['first_fail_id']}"
+
+
+@callback(
+    Output(ids.TRACE_LOCATION, "href", allow_duplicate=True),
+    Input(ids.TRACE_EXACT_HOLES, "active_cell"),
+    State(ids.TRACE_EXACT_HOLES, "derived_viewport_data"),
+    prevent_initial_call=True,
+)
+def open_exact_hole(cell: dict | None, rows: list[dict] | None) -> Any:
+    """The exact holes table opens runs as the sampled one does."""
+    return open_hole(cell, rows)
 
 
 @callback(
