@@ -306,7 +306,9 @@ def plan(
             raise PlanError("the engine has no `landscape` command (exact walks) yet")
         start, stop = spec["range"]
         argv = engine("landscape", trace, "--from", repr(start), "--to", repr(stop))
-        argv += ["--policy", policy, "--cap", cap, "--db", str(db), "--json"]
+        # chunks of the range on `workers` processes, as a sweep's points are
+        argv += ["--policy", policy, "--cap", cap, "--workers", str(workers)]
+        argv += ["--db", str(db), "--json"]
         return Plan([Step(argv, "", stores=False)])
     if kind == "edges":
         if "edges" not in commands:

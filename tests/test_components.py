@@ -280,6 +280,6 @@ def test_exact_holes_in_the_facts_and_their_table() -> None:
     assert rows[1]["first_fail_id"] == "r1500"
     assert rows[1]["compare_href"] == "/compare?a=r1499&b=r1500"
     assert rows[1]["executions"] == 200
-    assert dict(facts(holes(walked(10, []), "DTR"), 10, coverage(walks), 100))[
-        "exact holes"
-    ] == ("none in the walked budgets")
+    assert dict(facts(holes(walked(10, []), "DTR"), 10, coverage(walks), 100))["exact holes"] == (
+        "none in the walked budgets"
+    )

@@ -122,7 +122,8 @@ def test_plans_use_sweep_when_the_engine_has_it(tmp_path: Path) -> None:
         s.stores for s in without.steps
     )
     walk, _ = check(mode="walk", **{"from": "0.3", "to": "0.4"})
-    assert plan(walk, db=db, commands={"landscape"}).steps[0].argv[3] == "landscape"
+    walk_argv = plan(walk, db=db, commands={"landscape"}).steps[0].argv
+    assert walk_argv[3] == "landscape" and walk_argv[walk_argv.index("--workers") + 1] == "2"
     events = plan(
         {**check(mode="bytes", value="500")[0], "kind": "events", "run_id": "abc"},
         db=db,
