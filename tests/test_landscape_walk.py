@@ -262,6 +262,46 @@ def test_a_killed_walk_resumes_from_the_store(tmp_path: Path, env: dict[str, str
     assert resumed["runs_reused"] + resumed["runs_executed"] >= len(fresh["intervals"])
 
 
+def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str, str]) -> None:
+    """SIGTERM (how the dashboard's runner cancels a job) is taken as Ctrl-C: the walk
+    publishes the runs it made, records itself as incomplete with its runs, and exits 143;
+    the same command then goes on from there."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = ("landscape", SYNTHETIC, "--from", "0.38", "--to", "0.45", "--policy", "DTREqClass")
+    db = tmp_path / "terminated.duckdb"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli.main", *args, "--db", str(db), "--json"],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        stored = 0
+        while stored < 50 and proc.poll() is None:
+            time.sleep(0.2)
+            if db.with_name(db.name + ".parts").exists():
+                stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
+        assert proc.poll() is None, "the walk ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert b"walk interrupted; what it ran is stored" in err
+    store = Store.open(db)
+    (walk,) = store.query("SELECT * FROM walks").to_dict("records")
+    ran = int(store.query("SELECT count(*) AS n FROM runs")["n"][0])
+    assert walk["complete"] is False and walk["runs"] == ran >= stored
+    resumed = cli_json(*args, "--db", str(db), "--json", env=env)
+    assert resumed["complete"] and resumed["runs_reused"] >= ran
+
+
 def _compared(done: object) -> list[dict]:
     """A chunk's records without what differs between equal executions (ids, clocks)."""
     return [

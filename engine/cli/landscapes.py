@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cli import arguments
+from engine.cli.interrupts import exit_code, sigterm_interrupts
 from engine.landscape.edges import find_exact_edges
 from engine.landscape.holes import holes_report
 from engine.landscape.walk import walk_landscape
@@ -111,19 +112,26 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
         return _estimate(args, ref, start, end)
     from engine.landscape.store import Store
 
-    result = walk_landscape(
-        Store.open(args.db),
-        ref,
-        start=start,
-        end=end,
-        policy=args.policy,
-        cap=args.cap,
-        max_runs=args.max_runs,
-        traces=args.traces,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        progress=sys.stderr,
-    )
+    # The dashboard's runner stops a walk with SIGTERM: the walk then publishes what it ran
+    # and records how far it certainly got, as on Ctrl-C (engine/cli/interrupts.py).
+    try:
+        with sigterm_interrupts():
+            result = walk_landscape(
+                Store.open(args.db),
+                ref,
+                start=start,
+                end=end,
+                policy=args.policy,
+                cap=args.cap,
+                max_runs=args.max_runs,
+                traces=args.traces,
+                workers=args.workers,
+                scheduler=args.scheduler,
+                progress=sys.stderr,
+            )
+    except KeyboardInterrupt as interrupt:
+        print(f"{ref.name}: walk interrupted; what it ran is stored", file=sys.stderr)
+        return exit_code(interrupt)
     if args.json:
         print(json.dumps(result))
         return 0

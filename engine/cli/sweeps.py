@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import signal
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from engine.cli import arguments
+from engine.cli.interrupts import exit_code, sigterm_interrupts
 from engine.landscape.distributed import open_executor
 from engine.landscape.listing import stored_runs
 from engine.landscape.progress import Progress
@@ -110,13 +110,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     interrupted = 0
     # A job runner stops a sweep with SIGTERM: wind down as for Ctrl-C (stop feeding work,
     # compact, print the summary) instead of dying mid-way.
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        run_sweep(spec, store, executor, Progress(0, label=spec.trace.name), tally)
+        with sigterm_interrupts():
+            run_sweep(spec, store, executor, Progress(0, label=spec.trace.name), tally)
     except KeyboardInterrupt as exc:
-        interrupted = 143 if isinstance(exc, Terminated) else 130
+        interrupted = exit_code(exc)
     finally:
-        signal.signal(signal.SIGTERM, previous)
         executor.close()
     summary: dict[str, Any] = {
         "sweep_id": spec.sweep_id,
@@ -132,14 +131,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         summary["interrupted"] = True
     print(json.dumps(summary))
     return interrupted or (1 if tally.errors else 0)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taking the same way out as Ctrl-C."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated
 
 
 def register_runs(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
