@@ -3,7 +3,12 @@ with real DuckDB stores, on the shipped synthetic trace (it completes from ~0.4 
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -225,39 +230,43 @@ def test_a_walk_in_parallel_chunks_equals_one_in_order(tmp_path: Path, env: dict
     _contiguous(two["intervals"])
 
 
-def test_a_killed_walk_resumes_from_the_store(tmp_path: Path, env: dict[str, str]) -> None:
-    """SIGKILL in the middle of a walk (DTREqClass runs in Python: slow enough to catch it),
-    then the same command: it reuses what was stored and ends as an uninterrupted walk."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
+SLOW_WALK = ("landscape", SYNTHETIC, "--from", "0.38", "--to", "0.45", "--policy", "DTREqClass")
 
-    args = ("landscape", SYNTHETIC, "--from", "0.38", "--to", "0.45", "--policy", "DTREqClass")
-    db = tmp_path / "killed.duckdb"
+
+def _walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """SLOW_WALK (DTREqClass runs in Python: slow enough to catch) started into `db`, once it
+    has stored at least 50 runs; the process and how many it had stored."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli.main", *args, "--db", str(db), "--json"],
+        [sys.executable, "-m", "engine.cli.main", *SLOW_WALK, "--db", str(db), "--json"],
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
+    stored = 0
+    while stored < 50 and proc.poll() is None:
+        time.sleep(0.2)
+        if db.with_name(db.name + ".parts").exists():
+            stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
+    if proc.poll() is not None:
+        raise AssertionError("the walk ended before it could be stopped")
+    return proc, stored
+
+
+def test_a_killed_walk_resumes_from_the_store(tmp_path: Path, env: dict[str, str]) -> None:
+    """SIGKILL in the middle of a walk, then the same command: it reuses what was stored and
+    ends as an uninterrupted walk."""
+    db = tmp_path / "killed.duckdb"
+    proc, _ = _walk_in_progress(db, env)
     try:
-        stored = 0
-        while stored < 50 and proc.poll() is None:
-            time.sleep(0.2)
-            if db.with_name(db.name + ".parts").exists():
-                stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
-        assert proc.poll() is None, "the walk ended before it could be killed"
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.communicate()
     finally:
         if proc.poll() is None:
             proc.kill()
-    resumed = cli_json(*args, "--db", str(db), "--json", env=env)
+    resumed = cli_json(*SLOW_WALK, "--db", str(db), "--json", env=env)
     assert resumed["complete"] and resumed["coverage"] == 1.0
     assert resumed["runs_reused"] >= 50
-    fresh = cli_json(*args, "--db", str(tmp_path / "fresh.duckdb"), "--json", env=env)
+    fresh = cli_json(*SLOW_WALK, "--db", str(tmp_path / "fresh.duckdb"), "--json", env=env)
     assert _outcomes(resumed) == _outcomes(fresh)
     assert resumed["runs_reused"] + resumed["runs_executed"] >= len(fresh["intervals"])
 
@@ -266,27 +275,9 @@ def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str,
     """SIGTERM (how the dashboard's runner cancels a job) is taken as Ctrl-C: the walk
     publishes the runs it made, records itself as incomplete with its runs, and exits 143;
     the same command then goes on from there."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    args = ("landscape", SYNTHETIC, "--from", "0.38", "--to", "0.45", "--policy", "DTREqClass")
     db = tmp_path / "terminated.duckdb"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli.main", *args, "--db", str(db), "--json"],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc, stored = _walk_in_progress(db, env)
     try:
-        stored = 0
-        while stored < 50 and proc.poll() is None:
-            time.sleep(0.2)
-            if db.with_name(db.name + ".parts").exists():
-                stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
-        assert proc.poll() is None, "the walk ended before it could be stopped"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -298,7 +289,7 @@ def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str,
     (walk,) = store.query("SELECT * FROM walks").to_dict("records")
     ran = int(store.query("SELECT count(*) AS n FROM runs")["n"][0])
     assert walk["complete"] is False and walk["runs"] == ran >= stored
-    resumed = cli_json(*args, "--db", str(db), "--json", env=env)
+    resumed = cli_json(*SLOW_WALK, "--db", str(db), "--json", env=env)
     assert resumed["complete"] and resumed["runs_reused"] >= ran
 
 
