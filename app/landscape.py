@@ -284,3 +284,16 @@ def _evenly(n: int, k: int) -> list[int]:
     if k == 1:
         return [0]
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+
+
+def in_view(frame: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
+    """The runs a strip zoomed to [lo, hi] (ratios of the peak) shows: those whose budget or
+    same-execution interval lies in it, partly or wholly."""
+    if frame.empty:
+        return frame
+    inside = frame["x"].between(lo, hi)
+    if "same_lo" in frame:
+        peak = frame["peak"].astype(float)
+        top = frame["same_hi"].astype(float).div(peak).fillna(float("inf"))
+        inside |= frame["same_lo"].astype(float).div(peak).le(hi) & top.ge(lo)
+    return frame[inside]

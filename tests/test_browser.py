@@ -28,6 +28,7 @@ from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
 from app.components.strip import BAND_LIMIT as STRIP_BAND_LIMIT
 from app.figures import KINDS
 from app.jobs import JobStore
+from app.landscape import in_view, with_x
 from engine.landscape.event_logs import compare_stored
 from engine.landscape.holes import holes_report
 from engine.landscape.store import Store
@@ -537,6 +538,23 @@ def test_a_walked_landscape_shows_its_exact_holes(page, walked_server) -> None: 
     for hole in exact:
         expect(table).to_contain_text(f"{hole['first_fail_byte']:,} B")
     shot(page, "trace-walked")
+    # zoomed in around the first hole, the strip draws every execution in view
+    first = exact[0]
+    peak = int(Store.open(db).runs(TRACE)["peak"].iloc[0])
+    lo, hi = (first["first_fail_byte"] - 2_000) / peak, (first["last_fail_byte"] + 2_000) / peak
+    in_sight = in_view(with_x(Store.open(db).runs(TRACE)), lo, hi)
+    page.evaluate(
+        "([lo, hi]) => Plotly.relayout(document.querySelector('#trace-strip .js-plotly-plot'),"
+        " {'xaxis.range': [lo, hi]})",
+        [lo, hi],
+    )
+    expect(page.locator(f"#{ids.TRACE_STRIP} .annotation-text")).to_have_count(0)
+    drawn = page.evaluate(
+        "() => document.querySelector('#trace-strip .js-plotly-plot').data"
+        ".filter(t => t.type !== 'bar').flatMap(t => Array.from(t.customdata))"
+    )
+    assert sorted(drawn) == sorted(in_sight["run_id"]) and first["run_ids"]["first_fail"] in drawn
+    shot(page, "trace-walked-zoomed")
     table.locator("td[data-dash-column='first_fail']").first.click()
     page.wait_for_url(f"**/run/{exact[0]['run_ids']['first_fail']}")
     page.goto(base + "/")

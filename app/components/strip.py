@@ -20,6 +20,7 @@ from app.landscape import bands, is_imported, thinned
 BAND_PREFIX = "interval "
 WEBGL_ABOVE = 2000  # points in one strip
 BAND_LIMIT = 2000  # intervals drawn one by one
+THINNED_NOTE = "thinned"  # the name of the note on a strip that shows less than everything
 MARKER_LIMIT = 3000  # markers drawn (WebGL past WEBGL_ABOVE); the overview's small strips 1,000
 
 
@@ -80,6 +81,11 @@ def _bands(part: pd.DataFrame, status: str, x_end: float) -> go.Bar | None:
         legendgroup=status,
         showlegend=False,
     )
+
+
+def is_thinned(fig: go.Figure) -> bool:
+    """Whether `outcome_strip` drew less than every run and interval (its note says so)."""
+    return any(a.name == THINNED_NOTE for a in fig.layout.annotations)
 
 
 def outcome_strip(
@@ -143,7 +149,7 @@ def outcome_strip(
             yanchor="bottom",
             showarrow=False,
             font={"size": 11, "color": "#555555"},
-            name="thinned",
+            name=THINNED_NOTE,
         )
     fig.update_layout(
         title={"text": title, "x": 0, "font": {"size": 14}} if title else None,

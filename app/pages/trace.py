@@ -33,10 +33,10 @@ from app.components.export import export_links
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
-from app.components.strip import outcome_strip
+from app.components.strip import is_thinned, outcome_strip
 from app.components.summary import exact_holes_table, facts, facts_list, holes_table
 from app.jobs import QueueFull, max_queued
-from app.landscape import coverage, holes
+from app.landscape import coverage, holes, in_view
 from app.launch import LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
 from app.view_cache import ViewCache
@@ -47,6 +47,17 @@ dash.register_page(
 
 REFRESH_MS = 2000
 VIEWS = ViewCache()
+STRIP_COLUMNS = (
+    "run_id",
+    "budget",
+    "peak",
+    "x",
+    "status",
+    "source",
+    "overhead",
+    "same_lo",
+    "same_hi",
+)
 
 
 def cached_views(name: str, policy: str, depth_column: str, fingerprint: str) -> dict[str, Any]:
@@ -61,8 +72,11 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
     peak = data.peak(name, runs)
     found = holes(runs, policy)
     pairs = facts(found, len(runs), coverage(data.walks(name, policy)), peak)
+    strip = outcome_strip(runs, height=260, uirevision=f"trace-{name}")
     return {
-        "strip": outcome_strip(runs, height=260, uirevision=f"trace-{name}"),
+        "strip": strip,
+        # a walked landscape's strip is thinned: zooming redraws it from these (zoom_strip)
+        "strip_runs": runs[[c for c in STRIP_COLUMNS if c in runs]] if is_thinned(strip) else None,
         "pinned": pinned_vs_depth(runs, depth_column, uirevision=f"pinned-{name}"),
         "overhead": overhead_curve(runs, uirevision=f"overhead-{name}"),
         "holes": [
@@ -366,6 +380,19 @@ def open_exact_hole(cell: dict | None, rows: list[dict] | None) -> Any:
     return open_hole(cell, rows)
 
 
+def zoom_span(relayout: dict | None) -> tuple[float, float] | str | None:
+    """The strip's x range after a zoom, "reset" after a double click, None otherwise."""
+    relayout = relayout or {}
+    if "xaxis.range[0]" in relayout:
+        return float(relayout["xaxis.range[0]"]), float(relayout["xaxis.range[1]"])
+    if isinstance(relayout.get("xaxis.range"), list):
+        lo, hi = relayout["xaxis.range"]
+        return float(lo), float(hi)
+    if relayout.get("xaxis.autorange"):
+        return "reset"
+    return None
+
+
 @callback(
     Output(ids.TRACE_FROM, "value"),
     Output(ids.TRACE_TO, "value"),
@@ -374,11 +401,35 @@ def open_exact_hole(cell: dict | None, rows: list[dict] | None) -> Any:
 )
 def range_from_zoom(relayout: dict | None) -> tuple[Any, Any]:
     """Zooming the strip fills the range fields used by grid, refine, walk and edges."""
-    relayout = relayout or {}
-    if "xaxis.range[0]" in relayout:
-        lo, hi = relayout["xaxis.range[0]"], relayout["xaxis.range[1]"]
-    elif isinstance(relayout.get("xaxis.range"), list):
-        lo, hi = relayout["xaxis.range"]
-    else:
+    span = zoom_span(relayout)
+    if not isinstance(span, tuple):
         return no_update, no_update
+    lo, hi = span
     return f"{max(lo, 0.0001):.4f}", f"{min(hi, 2.0):.4f}"
+
+
+@callback(
+    Output(ids.TRACE_STRIP, "figure", allow_duplicate=True),
+    Input(ids.TRACE_STRIP, "relayoutData"),
+    State(ids.TRACE_POLICY, "value"),
+    State(ids.TRACE_DEPTH_MODE, "value"),
+    State(ids.TRACE_FINGERPRINT, "data"),
+    State(ids.TRACE_NAME, "data"),
+    prevent_initial_call=True,
+)
+def zoom_strip(relayout: dict | None, policy: str, depth: str, seen: str, name: str) -> Any:
+    """A thinned strip (a walked landscape) zoomed in is redrawn from the runs in view, so
+    that a hole's edges show execution by execution; a double click goes back to the whole."""
+    span = zoom_span(relayout)
+    if span is None:
+        raise PreventUpdate
+    built = cached_views(name, policy, depth, seen)
+    runs = built["strip_runs"]
+    if runs is None:  # every run is drawn already
+        raise PreventUpdate
+    if not isinstance(span, tuple):  # "reset"
+        return built["strip"]
+    lo, hi = span
+    return outcome_strip(
+        in_view(runs, lo, hi), height=260, uirevision=f"trace-{name}", x_range=(lo, hi)
+    )
