@@ -19,8 +19,11 @@ from app.jobs import JobStore
 from app.landscape import with_x
 from app.launch import compare_file
 from engine.landscape.diverge import ANALYSIS_FORMAT
+from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.ids import check_run_id, inside
+from engine.landscape.intervals import missing
 from engine.landscape.store import Store, StoreError, default_path
+from engine.sim.simulate import DEFAULT_CAP
 
 EVENTS_DIR = "events"
 
@@ -88,6 +91,27 @@ def runs(trace: str | None = None, policy: str | None = None) -> pd.DataFrame:
         return with_x(store().runs(trace, policy))
     except StoreError:
         return with_x(pd.DataFrame(columns=["run_id", "budget", "peak", "status"]))
+
+
+def runs_beside(record: dict[str, Any]) -> pd.DataFrame:
+    """The runs `neighbours` (app/landscape.py) looks at for a run, read without the rest of a
+    walked landscape: those of its trace (version), policy and budget-comparable settings at
+    the nearest stored budgets below and above its own."""
+    cap = DEFAULT_CAP if missing(record.get("cap")) else float(record["cap"])
+    version = record.get("trace_sha256")
+    which = (
+        ("trace_sha256 = ?", version) if not missing(version) else ("trace = ?", record["trace"])
+    )
+    mine = f"{which[0]} AND {SAME_SETTINGS}"
+    params = [which[1], record["policy"], cap]
+    budget = int(record["budget"])
+    frame = _query(
+        f"SELECT * FROM runs WHERE {mine} AND budget IN ("
+        f"(SELECT max(budget) FROM runs WHERE {mine} AND budget < ?), "
+        f"(SELECT min(budget) FROM runs WHERE {mine} AND budget > ?))",
+        [*params, *params, budget, *params, budget],
+    )
+    return with_x(frame)
 
 
 def run(run_id: str) -> dict[str, Any] | None:

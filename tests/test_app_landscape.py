@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from app.landscape import coverage, holes, neighbours, with_x
 from engine.landscape.store import Store
@@ -216,3 +217,24 @@ def test_several_trace_versions(tmp_path: Path) -> None:
     assert done.returncode == 2 and "2 versions of synthetic-mlp" in done.stderr
     ours = holes(with_x(store.runs("synthetic-mlp", "DTR")), "DTR")
     assert ours.samples == 2 and ours.other_versions == 1 and ours.regions == []
+
+
+def test_the_run_page_reads_only_the_neighbouring_budgets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runs_beside` (what the run page reads) gives `neighbours` the answer the whole trace
+    gives, for every stored run of a landscape mixing caps, what-ifs, exclusions, repeats and
+    runs given in bytes."""
+    from app import data
+
+    db = tmp_path / "mixed.duckdb"
+    store = _seed_mixed(db)
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
+    everything = with_x(store.runs("synthetic-mlp", "DTR"))
+    checked = 0
+    for record in everything.to_dict("records"):
+        whole = neighbours(everything, record)
+        beside = neighbours(data.runs_beside(record), record)
+        assert [r and r["run_id"] for r in beside] == [r and r["run_id"] for r in whole]
+        checked += whole[0] is not None and whole[1] is not None
+    assert checked > 20

@@ -79,7 +79,7 @@ def layout(run_id: str = "", **_query: object) -> html.Div:
     if record is None:
         return not_found(f"run {run_id!r}", "No run with this id is in the store.")
     trace, policy = str(record["trace"]), str(record["policy"])
-    below, above = neighbours(data.runs(trace, policy), record)
+    below, above = neighbours(data.runs_beside(record), record)
     shown, final = events_view(record)
     ratio = record["budget"] / record["peak"] if record.get("peak") else None
     return html.Div(
