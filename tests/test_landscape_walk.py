@@ -248,7 +248,10 @@ def _walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[b
         if db.with_name(db.name + ".parts").exists():
             stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
     if proc.poll() is not None:
-        raise AssertionError("the walk ended before it could be stopped")
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise AssertionError(
+            f"the walk ended (exit {proc.returncode}) before it could be stopped:\n{err}"
+        )
     return proc, stored
 
 

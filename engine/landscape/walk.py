@@ -53,6 +53,10 @@ COMPACT_EVERY_PARTS = 200
 # the time with 0.25 s as with 1 s: its dense band (551 of its 689 executions in 1.5 MB) is
 # split sooner. 0.1 s gained nothing more.
 PARALLEL_SLICE_S = 0.25
+# A walk in this process reports its chunk as often as it publishes a batch: continuing here
+# costs nothing (the chunk's native walk is kept, chunks.py `_live`), and a 20 s chunk held
+# its runs back from the store (a killed walk lost up to 20 s, a reader saw nothing new).
+IN_PROCESS_SLICE_S = FLUSH_SECONDS
 
 
 def policy_certified(policy: type[Policy] | Policy) -> bool:
@@ -207,7 +211,7 @@ def walk_landscape(
     # only when its chunk reports); but a chunk that continues on another worker starts with
     # a fresh run, so a slice lasts at least RESTART_SLICES fresh runs (seen so far) of this
     # trace, and at least PARALLEL_SLICE_S.
-    seconds = PARALLEL_SLICE_S if parallel else CHUNK_SECONDS
+    seconds = PARALLEL_SLICE_S if parallel else IN_PROCESS_SLICE_S
     restart_s = 0.0
     runner.submit(
         [
