@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +33,8 @@ from engine.sim.simulate import baseline, budget_for, limit_for, load
 
 # (trace, from ratio, to ratio, at most this many executions)
 WALKS = (("resnet32", 0.095, 0.110, None), ("unrolled_gan", 0.30, 0.60, 150))
+# A band where every run thrashes up to the cap (~270,000 evictions each): the walk's memory
+THRASH_WALK = ("treelstm", 0.106, 3)
 
 
 def _compared(result: RunResult) -> RunResult:
@@ -101,6 +107,62 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
             lines.append(f"exact walk over {trace}: needs the DTR traces")
     with contextlib.suppress(TraceNotFound):  # (said above already)
         lines += bench_landscape_command(traces_dir)
+        lines += bench_thrash_memory(traces_dir)
+    return lines
+
+
+def walk_memory(trace: str, ratio: float, steps: int, max_log_words: int) -> dict[str, Any]:
+    """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
+    is the process's high-water mark)."""
+    ref, program = load(trace)
+    base = baseline(program)
+    start = budget_for(ratio, base.peak)
+    walk = native.Walk(
+        program,
+        start,
+        make_policy("DTR"),
+        remat_limit=limit_for(base, 60),
+        max_log_words=max_log_words,
+    )
+    began = time.perf_counter()
+    statuses = []
+    for step in walk:
+        statuses.append(step.result.status)
+        if len(statuses) == steps or step.result.same_execution["hi"] is None:
+            break
+    seconds = time.perf_counter() - began
+    return {
+        "runs": len(statuses),
+        "statuses": statuses,
+        "seconds": seconds,
+        "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "log_overflows": walk.stats()["log_overflows"],
+    }
+
+
+def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
+    """THRASH_WALK with the trajectory log unlimited (how walks ran before the limit) and
+    limited (the default), each in a fresh process: max RSS and seconds, side by side."""
+    trace, ratio, steps = THRASH_WALK
+    load(trace, traces_dir)  # TraceNotFound here, not in the child
+    env = dict(os.environ)
+    if traces_dir is not None:
+        env["DTR_LANDSCAPE_TRACES"] = str(traces_dir)
+    lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
+    for label, words in (("log unlimited", 0), ("log limited", native.MAX_LOG_WORDS)):
+        code = (
+            "import json; from engine.cli.bench_walk import walk_memory; "
+            f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {words})))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        lines.append(
+            f"  {label:<14} {got['runs']} runs ({', '.join(sorted(set(got['statuses'])))}) "
+            f"{got['seconds']:>7.1f} s, max RSS {got['max_rss'] / 2**20:>6.0f} MB, "
+            f"log overflows {got['log_overflows']}"
+        )
     return lines
 
 

@@ -148,6 +148,7 @@ def _core_for(
     shared_rows: str = "auto",
     merging: bool = True,
     verify_hash: bool = False,
+    max_log_words: int = 0,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -183,6 +184,7 @@ def _core_for(
         shared_rows=SHARED_ROWS[shared_rows],
         merging=merging,
         verify_hash=verify_hash,
+        max_log_words=max_log_words,
     )
 
 
@@ -265,6 +267,14 @@ class WalkStep:
 # square of the trace's tensor count (its neighbourhood bitsets): 0.3 MB for ResNet-32, 35 MB
 # for the LSTM. The walk keeps as many as fit in this many bytes (at least two).
 SNAPSHOT_BYTES = 768 << 20
+# A walk's trajectory log (12 bytes a word) stops at this many words (192 MB): a run that
+# thrashes changes ~48M words (the TreeLSTM near 0.106), and two of them held 2.2 GB. Past it
+# the core keeps prefix sharing only; see Walk for when it starts over to merge again.
+MAX_LOG_WORDS = 16 << 20
+# After a fresh core whose log overflowed again, the walk waits twice as many runs before the
+# next attempt, starting from this many: a band of thrashing runs costs at most one fresh run
+# in this many resumed ones.
+REFRESH_AFTER_RUNS = 16
 
 
 def state_bytes(program: Program) -> int:
@@ -301,6 +311,7 @@ class Walk:
         max_snapshots: int = 64,
         merging: bool = True,
         verify_hash: bool = False,
+        max_log_words: int = MAX_LOG_WORDS,
     ) -> None:
         self.program = program
         self.start = start
@@ -310,7 +321,10 @@ class Walk:
         self.max_snapshots = max(1, min(max_snapshots, SNAPSHOT_BYTES // state_bytes(program)))
         self.merging = merging
         self.verify_hash = verify_hash
+        self.max_log_words = max_log_words
         self.core: Any = None
+        self._refresh_after = REFRESH_AFTER_RUNS  # runs without merging before a fresh core
+        self._prefix_only_runs = 0
         self.fresh_runs = 0
         self.resumed_runs = 0
         self._retired: dict[str, int] = {}  # work counters of the cores replaced by fresh runs
@@ -329,10 +343,14 @@ class Walk:
             max_snapshots=self.max_snapshots,
             merging=self.merging,
             verify_hash=self.verify_hash,
+            max_log_words=self.max_log_words,
         )
         began = time.monotonic()
         status = self.core.run()
         self.fresh_runs += 1
+        self._prefix_only_runs = 0
+        if self.core.stats()["log_full"]:
+            self._refresh_after *= 2  # its runs outgrow the log: try again later than before
         return WalkStep(_result(status, self.core.result(), budget, time.monotonic() - began), 0)
 
     def __iter__(self) -> Iterator[WalkStep]:
@@ -343,7 +361,9 @@ class Walk:
             if hi is None:
                 return
             budget = hi + 1
-            if self.core.next_budget() == budget:
+            if self._start_over(step):
+                step = self._fresh(budget)
+            elif self.core.next_budget() == budget:
                 began = time.monotonic()
                 status = self.core.resume()
                 raw = self.core.result()
@@ -358,12 +378,22 @@ class Walk:
             else:  # no state kept for that point (TwoPhase, or dropped): replay it
                 step = self._fresh(budget)
 
+    def _start_over(self, step: WalkStep) -> bool:
+        """Whether the next run should be a fresh core's: this one's log overflowed (it no
+        longer merges, which makes the runs of a calm band several times dearer), the run
+        just made did not thrash (thrashing runs overflow any fresh log again), and enough
+        runs went by since the last attempt."""
+        if not (self.merging and self.core.stats()["log_full"]):
+            return False
+        self._prefix_only_runs += 1
+        return step.result.status != "thrashed" and self._prefix_only_runs >= self._refresh_after
+
     def stats(self) -> dict[str, int]:
         """Work counters over the whole walk (core.c's, summed over the runtimes it used)."""
         out = dict(self._retired)
         if self.core is not None:
             for name, value in self.core.stats().items():
-                if name in ("snapshots", "state_bytes", "log_words"):
+                if name in ("snapshots", "state_bytes", "log_words", "log_full", "run_words"):
                     out[name] = value  # levels, not sums
                 else:
                     out[name] = out.get(name, 0) + value

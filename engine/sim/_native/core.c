@@ -237,6 +237,14 @@ typedef struct {
     uint32_t *log_idx;    /* the segments' changed words (word index, new value) */
     uint64_t *log_val;
     Py_ssize_t log_len, log_cap, log_live;
+    /* A thrashing run changes words at every one of its ~10^5 evictions: its log reached 48M
+       words (580 MB) on the TreeLSTM near 0.106, its points and frame stacks as much again,
+       two runs' worth 2.2 GB. Past log_limit words the core stops tracking for good
+       (drop_tracking: a trajectory whose segments miss their words cannot be jumped along) and
+       keeps prefix sharing; run_words counts what the run changed while it was tracked. */
+    Py_ssize_t log_limit, run_words;
+    int log_full;
+    int64_t log_overflows;
     Frame *fr_log;        /* the points' frame stacks (mid-cascade), and their und lists */
     int32_t *ul_log;
     Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
@@ -1486,7 +1494,9 @@ static void compact_log(Core *c) {
     Py_ssize_t live = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
     c->log_live = live;
-    if (c->log_len < 2 * live + (1 << 16)) return;
+    /* near the limit too: garbage must not push a walk past it (see log_limit) */
+    int near_limit = c->log_limit > 0 && c->log_len > c->log_limit / 2;
+    if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
     Py_ssize_t cap = c->log_cap > live + 4096 ? c->log_cap : live + 4096; /* as the frames' */
     uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
     uint64_t *val = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * cap);
@@ -1511,6 +1521,36 @@ static void compact_log(Core *c) {
     c->log_cap = cap;
 }
 
+/* The log outgrew log_limit: this core no longer merges, so nothing it tracks (the state hash,
+   the changed words, the points, the trajectory) will be read again. Free it and run on as a
+   core without tracking, which snapshots and resumes as before (prefix sharing): a snapshot's
+   state is whole, and a lazy one (after a merge) is the live state, which stays exact. */
+static void drop_tracking(Core *c) {
+    c->tracking = 0;
+    c->merging = 0;
+    c->traj_valid = 0;
+    c->merged = 0;
+    for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+        int32_t w = c->dirty_list.items[i];
+        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+    }
+    c->dirty_list.len = 0;
+    c->s.seg_open = 0;
+    void *tracked[] = {c->log_idx, c->log_val, c->pts, c->own, c->fr_log, c->ul_log,
+                       c->sufmin, c->nextflip};
+    for (size_t i = 0; i < sizeof tracked / sizeof tracked[0]; i++) PyMem_Free(tracked[i]);
+    c->log_idx = NULL;
+    c->log_val = NULL;
+    c->pts = c->own = NULL;
+    c->fr_log = NULL;
+    c->ul_log = NULL;
+    c->sufmin = NULL;
+    c->nextflip = NULL;
+    c->log_len = c->log_cap = c->log_live = 0;
+    c->n_pts = c->pts_cap = c->n_own = c->own_cap = c->own_from = 0;
+    c->fr_len = c->fr_cap = c->ul_len = c->ul_cap = c->aux_cap = 0;
+}
+
 /* The open segment ends: its sums and changed words go to the run's last point. */
 static void close_segment(Core *c) {
     Scalars *s = &c->s;
@@ -1528,7 +1568,12 @@ static void close_segment(Core *c) {
     s->seg_open = 0;
     const uint64_t *words = (const uint64_t *)c->arena;
     Py_ssize_t n = c->dirty_list.len;
-    if (log_reserve(c, c->log_len + n) < 0) {
+    c->run_words += n;
+    if (c->log_limit > 0 && c->log_len + n > c->log_limit) {
+        c->log_full = 1; /* the caller drops tracking (see log_limit) */
+        c->log_overflows++;
+        n = 0;
+    } else if (log_reserve(c, c->log_len + n) < 0) {
         c->dirty_failed = 1;
         n = 0;
     }
@@ -1704,6 +1749,10 @@ static Py_ssize_t find_point(Core *c, uint64_t h1, uint64_t h2) {
    the point and open its segment. */
 static int at_point(Core *c, int boundary) {
     if (c->s.seg_open) close_segment(c);
+    if (c->log_full) {
+        drop_tracking(c);
+        return 0;
+    }
     if (c->dirty_failed) return ST_ERROR;
     uint64_t h1, h2;
     if (c->verify_hash) {
@@ -1794,6 +1843,10 @@ static int end_trajectory(Core *c, int status) {
         return 0;
     }
     if (s->seg_open) close_segment(c);
+    if (c->log_full) {
+        drop_tracking(c);
+        return 0;
+    }
     if (splice(c, -1) < 0) return -1;
     c->traj_status = status;
     c->traj_has_failure = s->has_failure && status == ST_OOM;
@@ -2147,6 +2200,7 @@ static int run_on(Core *c) {
 
 static int run_to_end(Core *c) {
     c->merged = 0;
+    c->run_words = 0;
     int status = 0;
     if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
         status = settle(c, at_point(c, 0));
@@ -2367,7 +2421,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
-                             "merging", "shared_rows", NULL};
+                             "merging", "shared_rows", "max_log_words", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -2375,17 +2429,18 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     double nbhd_b = 0.25;
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
+    Py_ssize_t max_log_words = 0; /* 0: no limit */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppi", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppin", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
-                                     &verify_hash, &merging, &shared_rows))
+                                     &verify_hash, &merging, &shared_rows, &max_log_words))
         return -1;
     if (shared_rows < ROWS_AUTO || shared_rows > ROWS_LABELS) {
         PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1, 2 or 3");
@@ -2448,6 +2503,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->tracking = c->snapshots;
     c->verify_hash = verify_hash && c->tracking;
     c->merging = merging;
+    c->log_limit = max_log_words > 0 ? max_log_words : 0;
     if (time_limit != Py_None) {
         c->time_limit = PyFloat_AsDouble(time_limit);
         if (PyErr_Occurred()) return -1;
@@ -2623,7 +2679,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
-    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches, "visited",
+    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsn}", "searches", (long long)c->searches, "visited",
                          (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
                          c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
                          c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
@@ -2637,7 +2693,9 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
                          (long long)c->global_passes, "memo_hits", (long long)c->memo_hits,
                          "plain_passes", (long long)c->plain_passes, "cycle_passes",
                          (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes,
-                         "topological", (long long)c->topological);
+                         "topological", (long long)c->topological, "log_overflows",
+                         (long long)c->log_overflows, "log_full", (long long)c->log_full,
+                         "run_words", (Py_ssize_t)c->run_words);
 }
 
 /* For tests: two runs that made the same searches, however they made them, end in the same
