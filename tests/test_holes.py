@@ -335,8 +335,13 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
         assert below["same_hi"] + 1 == hole["first_fail_byte"] == runs[ids["first_fail"]]["same_lo"]
         assert above["same_lo"] - 1 == hole["last_fail_byte"] == runs[ids["last_fail"]]["same_hi"]
         assert hole["width"] == hole["last_fail_byte"] - hole["first_fail_byte"] + 1
+    # what the walk cost: its runs' own seconds, summed (each is stored with the run)
+    seconds = Store.open(db).query("SELECT sum(wall_s) AS s FROM runs")["s"][0]
+    assert trace["runs_stored"] == walk["runs_executed"]
+    assert trace["run_seconds"] == pytest.approx(seconds) and seconds > 0
     table = cli("holes", "--all", "--markdown", "--db", str(db), env=env).stdout
     assert "| synthetic-mlp |" in table and f"| {len(holes):,} |" in table
+    assert table.splitlines()[2].endswith(" s |")  # the run time, in seconds
 
 
 def test_all_holes_compares_with_the_paper(tmp_path: Path, traces_dir: Path) -> None:

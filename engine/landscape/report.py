@@ -191,10 +191,22 @@ def landscape_report(
 ) -> dict[str, Any]:
     """Every stored trace (by version), its executions, certified stretches and exact holes."""
     spec = make_policy(policy).spec
+    # what the stored runs cost: each one's own seconds (a resumed run's from where it
+    # resumed), summed: the time one process spent, whatever the workers and interruptions
+    cost = store.query(
+        "SELECT trace_sha256, count(*) AS runs, sum(wall_s) AS seconds FROM runs "
+        f"WHERE {SAME_SETTINGS} GROUP BY trace_sha256",
+        [spec, float(cap)],
+    )
+    spent = {row["trace_sha256"]: row for row in cost.to_dict("records")}
     traces = []
     for sha256, entry in _stored(store, spec, cap).items():
         peak = int(entry["peak"]) if entry["peak"] == entry["peak"] else 0
-        traces.append(trace_report(str(entry["trace"]), sha256, peak, entry["rows"]))
+        report = trace_report(str(entry["trace"]), sha256, peak, entry["rows"])
+        paid = spent.get(sha256, {})
+        report["runs_stored"] = int(paid.get("runs") or 0)
+        report["run_seconds"] = float(paid.get("seconds") or 0.0)
+        traces.append(report)
     traces.sort(key=lambda t: (t["trace"], t["trace_sha256"]))
     return {"policy": spec, "cap": cap, "traces": traces}
 
@@ -203,8 +215,8 @@ def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 
     """The README's table: per trace, executions, certified share of [start, end] and holes."""
     lines = [
         f"| trace | executions | certified {start:g}-{end:g} | holes | failing bytes in holes "
-        "| widest hole (bytes, ratios) | paper's sampled regions |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| widest hole (bytes, ratios) | paper's sampled regions | run time (one process) |",
+        "|---|---:|---:|---:|---:|---|---|---:|",
     ]
     for t in report["traces"]:
         peak = t["peak"]
@@ -238,9 +250,18 @@ def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 
             )
         lines.append(
             f"| {t['trace']} | {t['executions']:,} | {done / (b - a + 1):.4f} | {len(holes):,} "
-            f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} |"
+            f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} "
+            f"| {_duration(t.get('run_seconds', 0.0))} |"
         )
     return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _count(n: int, noun: str) -> str:
