@@ -111,7 +111,7 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     return lines
 
 
-def walk_memory(trace: str, ratio: float, steps: int, max_log_words: int) -> dict[str, Any]:
+def walk_memory(trace: str, ratio: float, steps: int, limited: bool) -> dict[str, Any]:
     """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
     is the process's high-water mark)."""
     ref, program = load(trace)
@@ -122,7 +122,8 @@ def walk_memory(trace: str, ratio: float, steps: int, max_log_words: int) -> dic
         start,
         make_policy("DTR"),
         remat_limit=limit_for(base, 60),
-        max_log_words=max_log_words,
+        max_log_words=native.MAX_LOG_WORDS if limited else 0,
+        max_run_log_words=native.MAX_RUN_LOG_WORDS if limited else 0,
     )
     began = time.perf_counter()
     statuses = []
@@ -136,7 +137,7 @@ def walk_memory(trace: str, ratio: float, steps: int, max_log_words: int) -> dic
         "statuses": statuses,
         "seconds": seconds,
         "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "log_overflows": walk.stats()["log_overflows"],
+        "unlogged_segments": walk.stats()["unlogged_segments"],
     }
 
 
@@ -149,10 +150,10 @@ def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     if traces_dir is not None:
         env["DTR_LANDSCAPE_TRACES"] = str(traces_dir)
     lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
-    for label, words in (("log unlimited", 0), ("log limited", native.MAX_LOG_WORDS)):
+    for label, limited in (("log unlimited", False), ("log limited", True)):
         code = (
             "import json; from engine.cli.bench_walk import walk_memory; "
-            f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {words})))"
+            f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited})))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -161,7 +162,7 @@ def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
         lines.append(
             f"  {label:<14} {got['runs']} runs ({', '.join(sorted(set(got['statuses'])))}) "
             f"{got['seconds']:>7.1f} s, max RSS {got['max_rss'] / 2**20:>6.0f} MB, "
-            f"log overflows {got['log_overflows']}"
+            f"segments without their words {got['unlogged_segments']:,}"
         )
     return lines
 

@@ -149,6 +149,7 @@ def _core_for(
     merging: bool = True,
     verify_hash: bool = False,
     max_log_words: int = 0,
+    max_run_log_words: int = 0,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -185,6 +186,7 @@ def _core_for(
         merging=merging,
         verify_hash=verify_hash,
         max_log_words=max_log_words,
+        max_run_log_words=max_run_log_words,
     )
 
 
@@ -267,14 +269,15 @@ class WalkStep:
 # square of the trace's tensor count (its neighbourhood bitsets): 0.3 MB for ResNet-32, 35 MB
 # for the LSTM. The walk keeps as many as fit in this many bytes (at least two).
 SNAPSHOT_BYTES = 768 << 20
-# A walk's trajectory log (12 bytes a word) stops at this many words (192 MB): a run that
-# thrashes changes ~48M words (the TreeLSTM near 0.106), and two of them held 2.2 GB. Past it
-# the core keeps prefix sharing only; see Walk for when it starts over to merge again.
-MAX_LOG_WORDS = 16 << 20
-# After a fresh core whose log overflowed again, the walk waits twice as many runs before the
-# next attempt, starting from this many: a band of thrashing runs costs at most one fresh run
-# in this many resumed ones.
-REFRESH_AFTER_RUNS = 16
+# A walk's trajectory log (12 bytes a word) keeps at most MAX_LOG_WORDS words in all (384 MB),
+# and a resumed run adds at most MAX_RUN_LOG_WORDS of its own (192 MB). A run that thrashes
+# changes 48M-87M words (TreeLSTM near 0.106, InceptionV4 near 0.2); the TreeLSTM's resumed
+# runs never rejoin their predecessor, so each logged as much again, and a worker reached 4 GB.
+# Past a limit the segments keep their points (merges go on) but not their words, so a jump
+# over them is replayed instead (core.c, "log_limit"). 300 executions of InceptionV4 from 0.20
+# (all thrashing): max RSS 1.2 GB, 2.7 s each; with 96M words in all, 2.4 GB and 1.8 s each.
+MAX_LOG_WORDS = 32 << 20
+MAX_RUN_LOG_WORDS = 16 << 20
 
 
 def state_bytes(program: Program) -> int:
@@ -312,6 +315,7 @@ class Walk:
         merging: bool = True,
         verify_hash: bool = False,
         max_log_words: int = MAX_LOG_WORDS,
+        max_run_log_words: int = MAX_RUN_LOG_WORDS,
     ) -> None:
         self.program = program
         self.start = start
@@ -322,9 +326,8 @@ class Walk:
         self.merging = merging
         self.verify_hash = verify_hash
         self.max_log_words = max_log_words
+        self.max_run_log_words = max_run_log_words
         self.core: Any = None
-        self._refresh_after = REFRESH_AFTER_RUNS  # runs without merging before a fresh core
-        self._prefix_only_runs = 0
         self.fresh_runs = 0
         self.resumed_runs = 0
         self._retired: dict[str, int] = {}  # work counters of the cores replaced by fresh runs
@@ -344,13 +347,11 @@ class Walk:
             merging=self.merging,
             verify_hash=self.verify_hash,
             max_log_words=self.max_log_words,
+            max_run_log_words=self.max_run_log_words,
         )
         began = time.monotonic()
         status = self.core.run()
         self.fresh_runs += 1
-        self._prefix_only_runs = 0
-        if self.core.stats()["log_full"]:
-            self._refresh_after *= 2  # its runs outgrow the log: try again later than before
         return WalkStep(_result(status, self.core.result(), budget, time.monotonic() - began), 0)
 
     def __iter__(self) -> Iterator[WalkStep]:
@@ -361,9 +362,7 @@ class Walk:
             if hi is None:
                 return
             budget = hi + 1
-            if self._start_over(step):
-                step = self._fresh(budget)
-            elif self.core.next_budget() == budget:
+            if self.core.next_budget() == budget:
                 began = time.monotonic()
                 status = self.core.resume()
                 raw = self.core.result()
@@ -378,22 +377,12 @@ class Walk:
             else:  # no state kept for that point (TwoPhase, or dropped): replay it
                 step = self._fresh(budget)
 
-    def _start_over(self, step: WalkStep) -> bool:
-        """Whether the next run should be a fresh core's: this one's log overflowed (it no
-        longer merges, which makes the runs of a calm band several times dearer), the run
-        just made did not thrash (thrashing runs overflow any fresh log again), and enough
-        runs went by since the last attempt."""
-        if not (self.merging and self.core.stats()["log_full"]):
-            return False
-        self._prefix_only_runs += 1
-        return step.result.status != "thrashed" and self._prefix_only_runs >= self._refresh_after
-
     def stats(self) -> dict[str, int]:
         """Work counters over the whole walk (core.c's, summed over the runtimes it used)."""
         out = dict(self._retired)
         if self.core is not None:
             for name, value in self.core.stats().items():
-                if name in ("snapshots", "state_bytes", "log_words", "log_full", "run_words"):
+                if name in ("snapshots", "state_bytes", "log_words", "run_words"):
                     out[name] = value  # levels, not sums
                 else:
                     out[name] = out.get(name, 0) + value

@@ -120,6 +120,8 @@ typedef struct {
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
     Py_ssize_t log_off, log_len; /* the arena words the segment changed, with their new values */
+    int32_t unlogged;            /* 1: past the log's limit, the segment's words were not kept */
+    int32_t bare;                /* 1: made past the limit, its frame stack was not kept either */
 } Point;
 
 /* per-storage and per-tensor arrays inside the arena, as offsets */
@@ -238,13 +240,14 @@ typedef struct {
     uint64_t *log_val;
     Py_ssize_t log_len, log_cap, log_live;
     /* A thrashing run changes words at every one of its ~10^5 evictions: its log reached 48M
-       words (580 MB) on the TreeLSTM near 0.106, its points and frame stacks as much again,
-       two runs' worth 2.2 GB. Past log_limit words the core stops tracking for good
-       (drop_tracking: a trajectory whose segments miss their words cannot be jumped along) and
-       keeps prefix sharing; run_words counts what the run changed while it was tracked. */
-    Py_ssize_t log_limit, run_words;
-    int log_full;
-    int64_t log_overflows;
+       words (580 MB) on the TreeLSTM near 0.106, 80M on InceptionV4 at 0.22, and a walk's
+       worker 4 GB. Past log_limit words in all, or a resumed run's own run_log_limit (its
+       predecessor's log is kept until it ends: a run that resumes early and never rejoins it,
+       as on the TreeLSTM, doubles the log), a segment keeps its point (hash and sums: merges
+       need no more) but not its words: a jump over it is refused and the run replays instead
+       (see jump_allowed). run_words counts the words the running run changed. */
+    Py_ssize_t log_limit, run_log_limit, run_words;
+    int64_t unlogged_segments, jumps_refused;
     Frame *fr_log;        /* the points' frame stacks (mid-cascade), and their und lists */
     int32_t *ul_log;
     Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
@@ -1454,6 +1457,7 @@ static int log_reserve(Core *c, Py_ssize_t need) {
 static void compact_frames(Core *c) {
     Py_ssize_t frames = 0, und = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        if (c->pts[i].bare) continue; /* nothing kept */
         frames += c->pts[i].fs_top;
         und += c->pts[i].und_top;
     }
@@ -1472,6 +1476,7 @@ static void compact_frames(Core *c) {
     Py_ssize_t fa = 0, ua = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) {
         Point *p = &c->pts[i];
+        if (p->bare) continue;
         memcpy(fr + fa, c->fr_log + p->fr_off, sizeof(Frame) * p->fs_top);
         memcpy(ul + ua, c->ul_log + p->und_off, sizeof(int32_t) * p->und_top);
         p->fr_off = fa;
@@ -1494,8 +1499,10 @@ static void compact_log(Core *c) {
     Py_ssize_t live = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
     c->log_live = live;
-    /* near the limit too: garbage must not push a walk past it (see log_limit) */
-    int near_limit = c->log_limit > 0 && c->log_len > c->log_limit / 2;
+    /* near the limit too, when the garbage takes half the room left: it must not push the
+       next run past the limit (see log_limit). Not at every run: a log of 87M words takes 1 s
+       to copy, 100x a merged run's time. */
+    int near_limit = c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live;
     if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
     Py_ssize_t cap = c->log_cap > live + 4096 ? c->log_cap : live + 4096; /* as the frames' */
     uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
@@ -1521,34 +1528,11 @@ static void compact_log(Core *c) {
     c->log_cap = cap;
 }
 
-/* The log outgrew log_limit: this core no longer merges, so nothing it tracks (the state hash,
-   the changed words, the points, the trajectory) will be read again. Free it and run on as a
-   core without tracking, which snapshots and resumes as before (prefix sharing): a snapshot's
-   state is whole, and a lazy one (after a merge) is the live state, which stays exact. */
-static void drop_tracking(Core *c) {
-    c->tracking = 0;
-    c->merging = 0;
-    c->traj_valid = 0;
-    c->merged = 0;
-    for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
-        int32_t w = c->dirty_list.items[i];
-        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
-    }
-    c->dirty_list.len = 0;
-    c->s.seg_open = 0;
-    void *tracked[] = {c->log_idx, c->log_val, c->pts, c->own, c->fr_log, c->ul_log,
-                       c->sufmin, c->nextflip};
-    for (size_t i = 0; i < sizeof tracked / sizeof tracked[0]; i++) PyMem_Free(tracked[i]);
-    c->log_idx = NULL;
-    c->log_val = NULL;
-    c->pts = c->own = NULL;
-    c->fr_log = NULL;
-    c->ul_log = NULL;
-    c->sufmin = NULL;
-    c->nextflip = NULL;
-    c->log_len = c->log_cap = c->log_live = 0;
-    c->n_pts = c->pts_cap = c->n_own = c->own_cap = c->own_from = 0;
-    c->fr_len = c->fr_cap = c->ul_len = c->ul_cap = c->aux_cap = 0;
+/* Whether n more words would take the log past a limit (see log_limit). Within a run, once
+   true it stays true: the log and the run's words only grow until the run ends. */
+static inline int past_log_limit(Core *c, Py_ssize_t n) {
+    return (c->log_limit > 0 && c->log_len + n > c->log_limit) ||
+           (c->resuming && c->run_log_limit > 0 && c->run_words > c->run_log_limit);
 }
 
 /* The open segment ends: its sums and changed words go to the run's last point. */
@@ -1569,9 +1553,10 @@ static void close_segment(Core *c) {
     const uint64_t *words = (const uint64_t *)c->arena;
     Py_ssize_t n = c->dirty_list.len;
     c->run_words += n;
-    if (c->log_limit > 0 && c->log_len + n > c->log_limit) {
-        c->log_full = 1; /* the caller drops tracking (see log_limit) */
-        c->log_overflows++;
+    g->unlogged = 0;
+    if (past_log_limit(c, n)) {
+        g->unlogged = 1; /* see log_limit */
+        c->unlogged_segments++;
         n = 0;
     } else if (log_reserve(c, c->log_len + n) < 0) {
         c->dirty_failed = 1;
@@ -1630,6 +1615,15 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
         p->mat_active = s->mat_active;
         p->fs_top = s->fs_top;
         p->und_top = s->und_top;
+        /* past the log's limit no jump can reach this point (its segment will miss its words
+           too): its frame stack is not kept, 0.5-1 GB a trajectory on the TreeLSTM */
+        p->bare = past_log_limit(c, 0);
+        if (p->bare) {
+            p->fr_off = p->und_off = 0;
+            open_segment(c);
+            c->s.n_points++;
+            return 0;
+        }
         /* mid-cascade, the frame stack too (a jump to this point restores it) */
         if (s->fs_top > c->fr_cap - c->fr_len) {
             Py_ssize_t cap = c->fr_cap ? c->fr_cap : 4096;
@@ -1729,6 +1723,21 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
     return ST_JUMPED;
 }
 
+/* A jump applies the changed words of the segments it skips: all of them must have been kept
+   (past the log's limit they were not; the run then replays those segments). */
+static int jump_allowed(Core *c, Py_ssize_t m, Py_ssize_t g) {
+    if (c->pts[g].bare) {
+        c->jumps_refused++;
+        return 0;
+    }
+    for (Py_ssize_t k = m; k < g; k++)
+        if (c->pts[k].unlogged) {
+            c->jumps_refused++;
+            return 0;
+        }
+    return 1;
+}
+
 /* The trajectory's point equal to the live state, searched from the run's position on. */
 static Py_ssize_t find_point(Core *c, uint64_t h1, uint64_t h2) {
     int32_t step = c->s.step;
@@ -1749,10 +1758,6 @@ static Py_ssize_t find_point(Core *c, uint64_t h1, uint64_t h2) {
    the point and open its segment. */
 static int at_point(Core *c, int boundary) {
     if (c->s.seg_open) close_segment(c);
-    if (c->log_full) {
-        drop_tracking(c);
-        return 0;
-    }
     if (c->dirty_failed) return ST_ERROR;
     uint64_t h1, h2;
     if (c->verify_hash) {
@@ -1777,7 +1782,7 @@ static int at_point(Core *c, int boundary) {
                go to its start. */
             c->merges_blocked++;
             Py_ssize_t g = c->nextflip[m];
-            if (g > m) return jump(c, m, g);
+            if (g > m && jump_allowed(c, m, g)) return jump(c, m, g);
         }
     }
     return append_point(c, NULL, boundary, h1, h2);
@@ -1843,10 +1848,6 @@ static int end_trajectory(Core *c, int status) {
         return 0;
     }
     if (s->seg_open) close_segment(c);
-    if (c->log_full) {
-        drop_tracking(c);
-        return 0;
-    }
     if (splice(c, -1) < 0) return -1;
     c->traj_status = status;
     c->traj_has_failure = s->has_failure && status == ST_OOM;
@@ -2421,7 +2422,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
-                             "merging", "shared_rows", "max_log_words", NULL};
+                             "merging", "shared_rows", "max_log_words", "max_run_log_words", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -2429,18 +2430,19 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     double nbhd_b = 0.25;
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
-    Py_ssize_t max_log_words = 0; /* 0: no limit */
+    Py_ssize_t max_log_words = 0, max_run_log_words = 0; /* 0: no limit */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppin", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinn", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
-                                     &verify_hash, &merging, &shared_rows, &max_log_words))
+                                     &verify_hash, &merging, &shared_rows, &max_log_words,
+                                     &max_run_log_words))
         return -1;
     if (shared_rows < ROWS_AUTO || shared_rows > ROWS_LABELS) {
         PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1, 2 or 3");
@@ -2504,6 +2506,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->verify_hash = verify_hash && c->tracking;
     c->merging = merging;
     c->log_limit = max_log_words > 0 ? max_log_words : 0;
+    c->run_log_limit = max_run_log_words > 0 ? max_run_log_words : 0;
     if (time_limit != Py_None) {
         c->time_limit = PyFloat_AsDouble(time_limit);
         if (PyErr_Occurred()) return -1;
@@ -2693,9 +2696,9 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
                          (long long)c->global_passes, "memo_hits", (long long)c->memo_hits,
                          "plain_passes", (long long)c->plain_passes, "cycle_passes",
                          (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes,
-                         "topological", (long long)c->topological, "log_overflows",
-                         (long long)c->log_overflows, "log_full", (long long)c->log_full,
-                         "run_words", (Py_ssize_t)c->run_words);
+                         "topological", (long long)c->topological, "unlogged_segments",
+                         (long long)c->unlogged_segments, "jumps_refused",
+                         (long long)c->jumps_refused, "run_words", (Py_ssize_t)c->run_words);
 }
 
 /* For tests: two runs that made the same searches, however they made them, end in the same
