@@ -40,8 +40,8 @@ def _walk(
     retain: frozenset[int] = frozenset(),
     steps: int = 2,
     verify_hash: bool = True,
-    max_log_words: int = native.MAX_LOG_WORDS,
-    max_run_log_words: int = native.MAX_RUN_LOG_WORDS,
+    max_log_bytes: int = native.MAX_LOG_BYTES,
+    max_run_log_bytes: int = native.MAX_RUN_LOG_BYTES,
 ) -> tuple[list[dict], dict]:
     """The records of the first `steps` executions from `start` up, and the walk's counters."""
     ref, program = load(trace, traces)
@@ -54,8 +54,8 @@ def _walk(
         remat_limit=limit_for(base, cap),
         retain=retain,
         verify_hash=verify_hash,
-        max_log_words=max_log_words,
-        max_run_log_words=max_run_log_words,
+        max_log_bytes=max_log_bytes,
+        max_run_log_bytes=max_run_log_bytes,
     )
     records = []
     for step in walk:
@@ -167,7 +167,25 @@ def test_walks_merge_and_skip_ahead(traces_dir: Path) -> None:
     assert stats["merges"] > len(records) / 2
     assert stats["mid_cascade_merges"] > 0
     assert stats["jumps"] > 0
+    assert stats["log_compactions"] > 0  # in place, segments moved down in log order
     assert sum(r["merged_operator"] is not None for r in records) == stats["merges"]
+    _equal_fresh_runs(str(ref.path), "DTR", records)
+
+
+def test_a_thrashing_band_jumps_along_its_encoded_log(traces_dir: Path) -> None:
+    """InceptionV4 at 0.20: every run thrashes up to the cap (~90,000 evictions) and changes
+    ~87M memory words, which the log keeps encoded (old ^ new, bitset bits). Resumed runs
+    merge into their predecessor at once and jump along it, applying those words: each
+    record equals a fresh run's."""
+    ref, program = load("inceptionv4", traces_dir)
+    start = int(0.2 * baseline(program).peak)
+    records, stats = _walk(
+        "inceptionv4", start, "DTR", traces=traces_dir, steps=8, verify_hash=False
+    )
+    assert {r["status"] for r in records} == {"thrashed"}
+    assert stats["merges"] >= 5 and stats["jumps"] > 0 and stats["jumps_refused"] == 0
+    assert stats["words_logged"] > 50_000_000
+    assert stats["log_bytes"] < 8 * stats["words_logged"]  # 12 bytes a word unencoded
     _equal_fresh_runs(str(ref.path), "DTR", records)
 
 
@@ -200,7 +218,7 @@ def test_a_walk_past_its_log_limits_equals_fresh_runs(traces_dir: Path) -> None:
     ref, program = load("resnet32", traces_dir)
     start = int(0.2 * baseline(program).peak)
     records, stats = _walk(
-        "resnet32", start, "DTR", traces=traces_dir, steps=60, max_run_log_words=500
+        "resnet32", start, "DTR", traces=traces_dir, steps=60, max_run_log_bytes=2000
     )
     assert stats["unlogged_segments"] > 0 and stats["jumps_refused"] > 0
     assert stats["merges"] > len(records) / 4
@@ -217,16 +235,17 @@ def test_random_walks_past_their_log_limits_equal_fresh_runs(tmp_path: Path, see
     policy = ("DTR", "MSPS", "NbhdPenalty@b=0.25", "CostStale")[seed % 4]
     unlogged = 0
     for ratio in (0.3, 0.45, 0.6):
-        _, first = _walk(str(path), int(ratio * peak), policy, steps=1, max_log_words=0)
-        words = first["run_words"]
-        for limits in ((words * 13 // 10, 0), (0, words // 20)):
+        _, first = _walk(str(path), int(ratio * peak), policy, steps=1, max_log_bytes=0)
+        logged = first["log_bytes"] + first["frame_bytes"]
+        own = first["run_bytes"]
+        for limits in ((logged * 13 // 10, 0), (0, own // 20)):
             records, stats = _walk(
                 str(path),
                 int(ratio * peak),
                 policy,
                 steps=30,
-                max_log_words=limits[0],
-                max_run_log_words=limits[1],
+                max_log_bytes=limits[0],
+                max_run_log_bytes=limits[1],
             )
             unlogged += stats["unlogged_segments"]
             _equal_fresh_runs(str(path), policy, records)

@@ -148,8 +148,8 @@ def _core_for(
     shared_rows: str = "auto",
     merging: bool = True,
     verify_hash: bool = False,
-    max_log_words: int = 0,
-    max_run_log_words: int = 0,
+    max_log_bytes: int = 0,
+    max_run_log_bytes: int = 0,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -185,8 +185,8 @@ def _core_for(
         shared_rows=SHARED_ROWS[shared_rows],
         merging=merging,
         verify_hash=verify_hash,
-        max_log_words=max_log_words,
-        max_run_log_words=max_run_log_words,
+        max_log_bytes=max_log_bytes,
+        max_run_log_bytes=max_run_log_bytes,
     )
 
 
@@ -269,15 +269,16 @@ class WalkStep:
 # square of the trace's tensor count (its neighbourhood bitsets): 0.3 MB for ResNet-32, 35 MB
 # for the LSTM. The walk keeps as many as fit in this many bytes (at least two).
 SNAPSHOT_BYTES = 768 << 20
-# A walk's trajectory log (12 bytes a word) keeps at most MAX_LOG_WORDS words in all (384 MB),
-# and a resumed run adds at most MAX_RUN_LOG_WORDS of its own (192 MB). A run that thrashes
-# changes 48M-87M words (TreeLSTM near 0.106, InceptionV4 near 0.2); the TreeLSTM's resumed
-# runs never rejoin their predecessor, so each logged as much again, and a worker reached 4 GB.
-# Past a limit the segments keep their points (merges go on) but not their words, so a jump
-# over them is replayed instead (core.c, "log_limit"). 300 executions of InceptionV4 from 0.20
-# (all thrashing): max RSS 1.2 GB, 2.7 s each; with 96M words in all, 2.4 GB and 1.8 s each.
-MAX_LOG_WORDS = 32 << 20
-MAX_RUN_LOG_WORDS = 16 << 20
+# A walk's trajectory log keeps at most MAX_LOG_BYTES in all (its changed words, encoded at
+# ~6 bytes a word, and its points' frame stacks), and a resumed run's own words take at most
+# MAX_RUN_LOG_BYTES. A run that thrashes changes 48M-87M words (TreeLSTM near 0.106,
+# InceptionV4 near 0.20: 490 MB encoded, and 170 MB of frame stacks); the TreeLSTM's resumed
+# runs never rejoin their predecessor, so each logs as much again, and a worker reached 4 GB
+# before the limits. Past a limit the segments keep their points (merges go on) but not their
+# words, so a jump over them is replayed instead (core.c, "log_limit"). 300 executions of
+# InceptionV4 from 0.20 (all thrashing), one process: see README, "trajectory log".
+MAX_LOG_BYTES = 1280 << 20
+MAX_RUN_LOG_BYTES = 640 << 20
 
 
 def state_bytes(program: Program) -> int:
@@ -314,8 +315,8 @@ class Walk:
         max_snapshots: int = 64,
         merging: bool = True,
         verify_hash: bool = False,
-        max_log_words: int = MAX_LOG_WORDS,
-        max_run_log_words: int = MAX_RUN_LOG_WORDS,
+        max_log_bytes: int = MAX_LOG_BYTES,
+        max_run_log_bytes: int = MAX_RUN_LOG_BYTES,
     ) -> None:
         self.program = program
         self.start = start
@@ -325,8 +326,8 @@ class Walk:
         self.max_snapshots = max(1, min(max_snapshots, SNAPSHOT_BYTES // state_bytes(program)))
         self.merging = merging
         self.verify_hash = verify_hash
-        self.max_log_words = max_log_words
-        self.max_run_log_words = max_run_log_words
+        self.max_log_bytes = max_log_bytes
+        self.max_run_log_bytes = max_run_log_bytes
         self.core: Any = None
         self.fresh_runs = 0
         self.resumed_runs = 0
@@ -346,8 +347,8 @@ class Walk:
             max_snapshots=self.max_snapshots,
             merging=self.merging,
             verify_hash=self.verify_hash,
-            max_log_words=self.max_log_words,
-            max_run_log_words=self.max_run_log_words,
+            max_log_bytes=self.max_log_bytes,
+            max_run_log_bytes=self.max_run_log_bytes,
         )
         began = time.monotonic()
         status = self.core.run()
@@ -382,7 +383,7 @@ class Walk:
         out = dict(self._retired)
         if self.core is not None:
             for name, value in self.core.stats().items():
-                if name in ("snapshots", "state_bytes", "log_words", "run_words"):
+                if name in ("snapshots", "state_bytes", "log_bytes", "log_live_bytes", "frame_bytes", "run_bytes"):
                     out[name] = value  # levels, not sums
                 else:
                     out[name] = out.get(name, 0) + value

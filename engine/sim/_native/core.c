@@ -119,7 +119,7 @@ typedef struct {
     Py_ssize_t fr_off, und_off;
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
-    Py_ssize_t log_off, log_len; /* the arena words the segment changed, with their new values */
+    Py_ssize_t log_off, log_len; /* the arena words the segment changed: bytes of the log */
     int32_t unlogged;            /* 1: past the log's limit, the segment's words were not kept */
     int32_t bare;                /* 1: made past the limit, its frame stack was not kept either */
 } Point;
@@ -140,6 +140,7 @@ typedef struct {
     Frame *frames;
     int32_t *und;
     int32_t *dirty; /* the open segment's changed words so far (its delta must include them) */
+    uint64_t *dirty_old; /* and their values at the segment's start */
     Py_ssize_t n_dirty;
 } Snapshot;
 
@@ -236,21 +237,27 @@ typedef struct {
     Scalars out; /* the last run's result (differs from s when the run merged) */
     uint64_t *dirty;      /* one bit per arena word: changed in the open segment */
     Vec32 dirty_list;     /* those words */
-    uint32_t *log_idx;    /* the segments' changed words (word index, new value) */
-    uint64_t *log_val;
-    Py_ssize_t log_len, log_cap, log_live;
+    uint64_t *dirty_old;  /* their values when the segment opened (dirty_list's order) */
+    Py_ssize_t dirty_old_cap;
+    /* The segments' changed words, encoded (see encode_segment): a thrashing run changes
+       48M-87M words, 1 GB at 12 bytes a word; encoded, 2-4 bytes a word. */
+    uint8_t *log;
+    Py_ssize_t log_len, log_cap, log_live; /* bytes */
     /* A thrashing run changes words at every one of its ~10^5 evictions: its log reached 48M
-       words (580 MB) on the TreeLSTM near 0.106, 80M on InceptionV4 at 0.22, and a walk's
-       worker 4 GB. Past log_limit words in all, or a resumed run's own run_log_limit (its
-       predecessor's log is kept until it ends: a run that resumes early and never rejoins it,
-       as on the TreeLSTM, doubles the log), a segment keeps its point (hash and sums: merges
-       need no more) but not its words: a jump over it is refused and the run replays instead
-       (see jump_allowed). run_words counts the words the running run changed. */
-    Py_ssize_t log_limit, run_log_limit, run_words;
+       words on the TreeLSTM near 0.106, 87M on InceptionV4 at 0.20, and a walk's worker 4 GB.
+       Past log_limit bytes in all (log and frame stacks), or a resumed run's own
+       run_log_limit (its predecessor's log is kept until it ends: a run that resumes early
+       and never rejoins it, as on the TreeLSTM, doubles the log), a segment keeps its point
+       (hash and sums: merges need no more) but not its words: a jump over it is refused and
+       the run replays instead (see jump_allowed). run_bytes counts the bytes the running
+       run's segments took, kept or not. */
+    Py_ssize_t log_limit, run_log_limit, run_bytes;
     int64_t unlogged_segments, jumps_refused;
     Frame *fr_log;        /* the points' frame stacks (mid-cascade), and their und lists */
     int32_t *ul_log;
     Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
+    int64_t words_logged; /* changed words encoded into the log, for its bytes-a-word figure */
+    int64_t log_compactions, frame_compactions;
     uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
     int64_t jumps, steps_jumped;
     int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
@@ -298,15 +305,37 @@ static inline void hash_term(Core *c, const void *p, uint64_t v) {
 
 /* The arena word holding p changed in the open segment (its new value goes to the segment's
    delta when the segment closes: see "trajectories"). */
-static inline void mark_dirty(Core *c, const void *p) {
-    Py_ssize_t w = ((const char *)p - c->arena) >> 3;
+static int dirty_grow(Core *c) {
+    if (vec_reserve(&c->dirty_list, c->dirty_list.len + 1) < 0) return -1;
+    if (c->dirty_list.cap > c->dirty_old_cap) {
+        uint64_t *grown =
+            (uint64_t *)PyMem_Realloc(c->dirty_old, sizeof(uint64_t) * c->dirty_list.cap);
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        c->dirty_old = grown;
+        c->dirty_old_cap = c->dirty_list.cap;
+    }
+    return 0;
+}
+
+/* Word w changes for the first time in the open segment; old is its value until now (the
+   segment's log keeps old ^ new: see encode_segment). */
+static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
     uint64_t bit = (uint64_t)1 << (w & 63);
     if (c->dirty[w >> 6] & bit) return;
     c->dirty[w >> 6] |= bit;
-    if (c->dirty_list.len == c->dirty_list.cap && vec_reserve(&c->dirty_list, c->dirty_list.len + 1) < 0)
+    if ((c->dirty_list.len == c->dirty_list.cap || c->dirty_list.len == c->dirty_old_cap) &&
+        dirty_grow(c) < 0) {
         c->dirty_failed = 1;
-    else
-        c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
+        return;
+    }
+    c->dirty_old[c->dirty_list.len] = old;
+    c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
+}
+
+/* Before a write to p: its word still holds the old value. */
+static inline void mark_dirty(Core *c, const void *p) {
+    Py_ssize_t w = ((const char *)p - c->arena) >> 3;
+    mark_dirty_word(c, w, ((const uint64_t *)c->arena)[w]);
 }
 
 /* Tracked writes of one arena element: the hash, and the word's dirty mark. */
@@ -345,7 +374,7 @@ static inline void row_end(Core *c, uint64_t *r, int k) {
         if (r[i] == old[i]) continue;
         hash_term(c, r + i, old[i]);
         hash_term(c, r + i, r[i]);
-        mark_dirty(c, r + i);
+        mark_dirty_word(c, ((const char *)(r + i) - c->arena) >> 3, old[i]);
     }
 }
 
@@ -1248,6 +1277,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
         PyMem_Free(old->frames);
         PyMem_Free(old->und);
         PyMem_Free(old->dirty);
+        PyMem_Free(old->dirty_old);
         memmove(c->snaps, c->snaps + 1, sizeof(Snapshot) * (c->n_snaps - 1));
         c->n_snaps--;
         c->snaps_dropped++;
@@ -1267,6 +1297,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
         snap->frames = NULL;
         snap->und = NULL;
         snap->dirty = NULL;
+        snap->dirty_old = NULL;
         snap->n_dirty = 0;
         c->n_snaps++;
         return 0;
@@ -1277,15 +1308,20 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
     snap->und = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (c->s.und_top + 1));
     snap->n_dirty = c->tracking ? c->dirty_list.len : 0;
     snap->dirty = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (snap->n_dirty + 1));
-    if (!snap->arena || !snap->frames || !snap->und || !snap->dirty) {
+    snap->dirty_old = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * (snap->n_dirty + 1));
+    if (!snap->arena || !snap->frames || !snap->und || !snap->dirty || !snap->dirty_old) {
         arena_give(c, snap->arena);
         PyMem_Free(snap->frames);
         PyMem_Free(snap->und);
         PyMem_Free(snap->dirty);
+        PyMem_Free(snap->dirty_old);
         PyErr_NoMemory();
         return -1;
     }
-    if (snap->n_dirty) memcpy(snap->dirty, c->dirty_list.items, sizeof(int32_t) * snap->n_dirty);
+    if (snap->n_dirty) {
+        memcpy(snap->dirty, c->dirty_list.items, sizeof(int32_t) * snap->n_dirty);
+        memcpy(snap->dirty_old, c->dirty_old, sizeof(uint64_t) * snap->n_dirty);
+    }
     memcpy(snap->arena, c->arena, c->arena_bytes);
     memcpy(snap->frames, c->frames, sizeof(Frame) * c->s.fs_top);
     memcpy(snap->und, c->und.items, sizeof(int32_t) * c->s.und_top);
@@ -1332,17 +1368,17 @@ static int restore_snapshot(Core *c) {
             int32_t w = c->dirty_list.items[i];
             c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
         }
-        if (vec_reserve(&c->dirty_list, snap->n_dirty + 1) < 0) return -1;
+        c->dirty_list.len = 0;
         for (Py_ssize_t i = 0; i < snap->n_dirty; i++) {
             int32_t w = snap->dirty[i];
-            c->dirty[w >> 6] |= (uint64_t)1 << (w & 63);
-            c->dirty_list.items[i] = w;
+            mark_dirty_word(c, w, snap->dirty_old[i]);
         }
-        c->dirty_list.len = snap->n_dirty;
+        if (c->dirty_failed) return -1;
     }
     PyMem_Free(snap->frames);
     PyMem_Free(snap->und);
     PyMem_Free(snap->dirty);
+    PyMem_Free(snap->dirty_old);
     c->n_snaps--;
     return 0;
 }
@@ -1439,21 +1475,113 @@ static void open_segment(Core *c) {
 
 static int log_reserve(Core *c, Py_ssize_t need) {
     if (need <= c->log_cap) return 0;
-    Py_ssize_t cap = c->log_cap ? c->log_cap : 4096;
+    Py_ssize_t cap = c->log_cap ? c->log_cap : 65536;
     while (cap < need) cap *= 2;
-    uint32_t *idx = (uint32_t *)PyMem_Realloc(c->log_idx, sizeof(uint32_t) * cap);
-    if (!idx) { PyErr_NoMemory(); return -1; }
-    c->log_idx = idx;
-    uint64_t *val = (uint64_t *)PyMem_Realloc(c->log_val, sizeof(uint64_t) * cap);
-    if (!val) { PyErr_NoMemory(); return -1; }
-    c->log_val = val;
+    uint8_t *grown = (uint8_t *)PyMem_Realloc(c->log, cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->log = grown;
     c->log_cap = cap;
     return 0;
 }
 
+/* A segment's changed words, encoded: a jump from the segment's start applies
+   words[i] ^= x, x = old ^ new. Per word, a varint of (the zigzagged difference from the
+   previous word's index) << 7 | a code: 64 + b when x is the single bit b (an eviction flips
+   one tensor's bit in the neighbourhood rows of the tensors around it: 40% of the words of
+   InceptionV4's thrashing runs), else (x's first nonzero byte) << 3 | (its length - 1),
+   followed by those bytes of x. About 6 bytes a word instead of 12 (index and value): the
+   rows a change touches are far apart in the arena. Words back at their old value are left
+   out. At most ENCODED_MAX bytes a word. */
+#define ENCODED_MAX 15
+static Py_ssize_t encode_segment(uint8_t *out, const int32_t *idx, const uint64_t *old,
+                                 const uint64_t *words, Py_ssize_t n, int64_t *encoded) {
+    uint8_t *o = out;
+    int64_t prev = 0, count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t x = old[i] ^ words[idx[i]];
+        if (!x) continue;
+        int lo = __builtin_ctzll(x) >> 3, hi = (63 - __builtin_clzll(x)) >> 3;
+        int64_t d = (int64_t)idx[i] - prev;
+        prev = idx[i];
+        int single = !(x & (x - 1));
+        uint64_t code = single ? 64 + (uint64_t)__builtin_ctzll(x) : (uint64_t)(lo << 3 | (hi - lo));
+        uint64_t v = ((((uint64_t)d << 1) ^ (uint64_t)(d >> 63)) << 7) | code;
+        while (v >= 0x80) {
+            *o++ = (uint8_t)(v | 0x80);
+            v >>= 7;
+        }
+        *o++ = (uint8_t)v;
+        if (!single) {
+            x >>= 8 * lo;
+            for (int b = lo; b <= hi; b++, x >>= 8) *o++ = (uint8_t)x;
+        }
+        count++;
+    }
+    *encoded += count;
+    return o - out;
+}
+
+/* Apply a segment's encoded words to the arena (in the state at the segment's start). */
+static void apply_segment(uint64_t *words, const uint8_t *in, Py_ssize_t len) {
+    const uint8_t *end = in + len;
+    int64_t at = 0;
+    while (in < end) {
+        uint64_t v = 0;
+        int shift = 0;
+        for (;;) {
+            uint8_t b = *in++;
+            v |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) break;
+            shift += 7;
+        }
+        uint64_t z = v >> 7;
+        at += (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+        if (v & 64) { /* a single bit */
+            words[at] ^= (uint64_t)1 << (v & 63);
+            continue;
+        }
+        int lo = (int)(v >> 3) & 7, n = (int)(v & 7) + 1;
+        uint64_t x = 0;
+        for (int b = 0; b < n; b++) x |= (uint64_t)in[b] << (8 * b);
+        in += n;
+        words[at] ^= x << (8 * lo);
+    }
+}
+
+/* Compaction is in place, in address order (a copy would hold the log twice at the peak:
+   0.5-0.8 GB more on a thrashing band): each point's range slides down, never over a range
+   not moved yet. A point copied from another (a jump's) shares its range. */
+typedef struct {
+    Py_ssize_t off, len, i;
+} Range;
+
+static int compare_ranges(const void *a, const void *b) {
+    Py_ssize_t x = ((const Range *)a)->off, y = ((const Range *)b)->off;
+    return (x > y) - (x < y);
+}
+
+/* Slide the ranges (in elements of elem bytes) down to the start of base; each range's off
+   becomes its new offset. Returns the elements kept. */
+static Py_ssize_t slide_down(char *base, size_t elem, Range *ranges, Py_ssize_t n) {
+    qsort(ranges, n, sizeof(Range), compare_ranges);
+    Py_ssize_t at = 0, from = -1, to = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Range *r = &ranges[k];
+        if (r->off == from) {
+            r->off = to;
+            continue;
+        }
+        from = r->off;
+        to = at;
+        memmove(base + elem * at, base + elem * r->off, elem * r->len);
+        r->off = at;
+        at += r->len;
+    }
+    return at;
+}
+
 /* The log is append-only: a run rewrites the segments it executes, and what the previous run
-   had logged for them becomes garbage. Compact (into fresh arrays: the points' entries are
-   not in log order) when the garbage outweighs the live part. */
+   had logged for them becomes garbage. Compact when the garbage outweighs the live part. */
 static void compact_frames(Core *c) {
     Py_ssize_t frames = 0, und = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) {
@@ -1462,36 +1590,22 @@ static void compact_frames(Core *c) {
         und += c->pts[i].und_top;
     }
     if (c->fr_len < 2 * frames + 4096 && c->ul_len < 2 * und + 4096) return;
-    /* the new arrays keep the old capacity: the next runs refill it, and growing it again
-       from the live size cost 2% of a walk in realloc copies */
-    Py_ssize_t fr_cap = c->fr_cap > frames + 1024 ? c->fr_cap : frames + 1024;
-    Py_ssize_t ul_cap = c->ul_cap > und + 1024 ? c->ul_cap : und + 1024;
-    Frame *fr = (Frame *)PyMem_Malloc(sizeof(Frame) * fr_cap);
-    int32_t *ul = (int32_t *)PyMem_Malloc(sizeof(int32_t) * ul_cap);
-    if (!fr || !ul) {
-        PyMem_Free(fr);
-        PyMem_Free(ul);
-        return;
-    }
-    Py_ssize_t fa = 0, ua = 0;
-    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
-        Point *p = &c->pts[i];
-        if (p->bare) continue;
-        memcpy(fr + fa, c->fr_log + p->fr_off, sizeof(Frame) * p->fs_top);
-        memcpy(ul + ua, c->ul_log + p->und_off, sizeof(int32_t) * p->und_top);
-        p->fr_off = fa;
-        p->und_off = ua;
-        fa += p->fs_top;
-        ua += p->und_top;
-    }
-    PyMem_Free(c->fr_log);
-    PyMem_Free(c->ul_log);
-    c->fr_log = fr;
-    c->ul_log = ul;
-    c->fr_len = fa;
-    c->fr_cap = fr_cap;
-    c->ul_len = ua;
-    c->ul_cap = ul_cap;
+    Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
+    if (!ranges) return; /* keep them as they are: compaction is only an economy */
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (!c->pts[i].bare && c->pts[i].fs_top > 0)
+            ranges[n++] = (Range){c->pts[i].fr_off, c->pts[i].fs_top, i};
+    c->fr_len = slide_down((char *)c->fr_log, sizeof(Frame), ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].fr_off = ranges[k].off;
+    n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (!c->pts[i].bare && c->pts[i].und_top > 0)
+            ranges[n++] = (Range){c->pts[i].und_off, c->pts[i].und_top, i};
+    c->ul_len = slide_down((char *)c->ul_log, sizeof(int32_t), ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].und_off = ranges[k].off;
+    PyMem_Free(ranges);
+    c->frame_compactions++;
 }
 
 static void compact_log(Core *c) {
@@ -1502,37 +1616,29 @@ static void compact_log(Core *c) {
     /* near the limit too, when the garbage takes half the room left: it must not push the
        next run past the limit (see log_limit). Not at every run: a log of 87M words takes 1 s
        to copy, 100x a merged run's time. */
-    int near_limit = c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live;
+    Py_ssize_t frame_bytes = (Py_ssize_t)sizeof(Frame) * c->fr_len + (Py_ssize_t)sizeof(int32_t) * c->ul_len;
+    int near_limit =
+        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - frame_bytes;
     if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
-    Py_ssize_t cap = c->log_cap > live + 4096 ? c->log_cap : live + 4096; /* as the frames' */
-    uint32_t *idx = (uint32_t *)PyMem_Malloc(sizeof(uint32_t) * cap);
-    uint64_t *val = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * cap);
-    if (!idx || !val) { /* keep the old log: compaction is only an economy */
-        PyMem_Free(idx);
-        PyMem_Free(val);
-        return;
-    }
-    Py_ssize_t at = 0;
-    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
-        Point *p = &c->pts[i];
-        memcpy(idx + at, c->log_idx + p->log_off, sizeof(uint32_t) * p->log_len);
-        memcpy(val + at, c->log_val + p->log_off, sizeof(uint64_t) * p->log_len);
-        p->log_off = at;
-        at += p->log_len;
-    }
-    PyMem_Free(c->log_idx);
-    PyMem_Free(c->log_val);
-    c->log_idx = idx;
-    c->log_val = val;
-    c->log_len = at;
-    c->log_cap = cap;
+    Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
+    if (!ranges) return;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (c->pts[i].log_len > 0) ranges[n++] = (Range){c->pts[i].log_off, c->pts[i].log_len, i};
+    c->log_len = slide_down((char *)c->log, 1, ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].log_off = ranges[k].off;
+    PyMem_Free(ranges);
+    c->log_compactions++;
 }
 
 /* Whether n more words would take the log past a limit (see log_limit). Within a run, once
    true it stays true: the log and the run's words only grow until the run ends. */
 static inline int past_log_limit(Core *c, Py_ssize_t n) {
-    return (c->log_limit > 0 && c->log_len + n > c->log_limit) ||
-           (c->resuming && c->run_log_limit > 0 && c->run_words > c->run_log_limit);
+    return (c->log_limit > 0 &&
+            c->log_len + n + (Py_ssize_t)sizeof(Frame) * c->fr_len +
+                    (Py_ssize_t)sizeof(int32_t) * c->ul_len >
+                c->log_limit) ||
+           (c->resuming && c->run_log_limit > 0 && c->run_bytes > c->run_log_limit);
 }
 
 /* The open segment ends: its sums and changed words go to the run's last point. */
@@ -1551,26 +1657,26 @@ static void close_segment(Core *c) {
     g->exceeds_min = s->seg_exceeds_min;
     s->seg_open = 0;
     const uint64_t *words = (const uint64_t *)c->arena;
-    Py_ssize_t n = c->dirty_list.len;
-    c->run_words += n;
+    Py_ssize_t n = c->dirty_list.len, bytes = 0;
     g->unlogged = 0;
-    if (past_log_limit(c, n)) {
-        g->unlogged = 1; /* see log_limit */
-        c->unlogged_segments++;
-        n = 0;
-    } else if (log_reserve(c, c->log_len + n) < 0) {
+    if (log_reserve(c, c->log_len + ENCODED_MAX * n) < 0) {
         c->dirty_failed = 1;
-        n = 0;
+    } else {
+        bytes = encode_segment(c->log + c->log_len, c->dirty_list.items, c->dirty_old, words, n,
+                               &c->words_logged);
+        c->run_bytes += bytes;
+        if (past_log_limit(c, bytes)) {
+            g->unlogged = 1; /* see log_limit */
+            c->unlogged_segments++;
+            bytes = 0;
+        }
     }
     g->log_off = c->log_len;
-    g->log_len = n;
-    for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+    g->log_len = bytes;
+    c->log_len += bytes;
+    for (Py_ssize_t i = 0; i < n; i++) {
         int32_t w = c->dirty_list.items[i];
         c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
-        if (i < n) {
-            c->log_idx[c->log_len] = (uint32_t)w;
-            c->log_val[c->log_len++] = words[w];
-        }
     }
     c->dirty_list.len = 0;
 }
@@ -1714,8 +1820,7 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
         }
         take_segment(s, p);
         if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
-        for (Py_ssize_t i = p->log_off; i < p->log_off + p->log_len; i++)
-            words[c->log_idx[i]] = c->log_val[i];
+        apply_segment(words, c->log + p->log_off, p->log_len);
     }
     if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
     c->jumps++;
@@ -2201,7 +2306,7 @@ static int run_on(Core *c) {
 
 static int run_to_end(Core *c) {
     c->merged = 0;
-    c->run_words = 0;
+    c->run_bytes = 0;
     int status = 0;
     if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
         status = settle(c, at_point(c, 0));
@@ -2251,7 +2356,7 @@ static void Core_dealloc(Core *c) {
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
                      c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
                      c->fr_log, c->ul_log,
-                     c->dirty, c->dirty_list.items, c->log_idx, c->log_val, c->row_old[0],
+                     c->dirty, c->dirty_list.items, c->dirty_old, c->log, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
                      c->gclo, c->lc, c->base_entry, c->entry_base, c->label_rows,
                      c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res};
@@ -2262,6 +2367,7 @@ static void Core_dealloc(Core *c) {
         PyMem_Free(c->snaps[i].frames);
         PyMem_Free(c->snaps[i].und);
         PyMem_Free(c->snaps[i].dirty);
+        PyMem_Free(c->snaps[i].dirty_old);
     }
     PyMem_Free(c->snaps);
     Py_TYPE(c)->tp_free((PyObject *)c);
@@ -2422,7 +2528,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
-                             "merging", "shared_rows", "max_log_words", "max_run_log_words", NULL};
+                             "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -2430,7 +2536,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     double nbhd_b = 0.25;
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
-    Py_ssize_t max_log_words = 0, max_run_log_words = 0; /* 0: no limit */
+    Py_ssize_t max_log_bytes = 0, max_run_log_bytes = 0; /* 0: no limit */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
@@ -2441,8 +2547,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
-                                     &verify_hash, &merging, &shared_rows, &max_log_words,
-                                     &max_run_log_words))
+                                     &verify_hash, &merging, &shared_rows, &max_log_bytes,
+                                     &max_run_log_bytes))
         return -1;
     if (shared_rows < ROWS_AUTO || shared_rows > ROWS_LABELS) {
         PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1, 2 or 3");
@@ -2505,8 +2611,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->tracking = c->snapshots;
     c->verify_hash = verify_hash && c->tracking;
     c->merging = merging;
-    c->log_limit = max_log_words > 0 ? max_log_words : 0;
-    c->run_log_limit = max_run_log_words > 0 ? max_run_log_words : 0;
+    c->log_limit = max_log_bytes > 0 ? max_log_bytes : 0;
+    c->run_log_limit = max_run_log_bytes > 0 ? max_run_log_bytes : 0;
     if (time_limit != Py_None) {
         c->time_limit = PyFloat_AsDouble(time_limit);
         if (PyErr_Occurred()) return -1;
@@ -2569,7 +2675,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
         c->row_old[1] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
         if (!c->dirty || !c->row_old[0] ||
-            !c->row_old[1] || vec_reserve(&c->dirty_list, 1024) < 0) {
+            !c->row_old[1] || vec_reserve(&c->dirty_list, 1024) < 0 || dirty_grow(c) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -2682,23 +2788,37 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
-    return Py_BuildValue("{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsn}", "searches", (long long)c->searches, "visited",
-                         (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
-                         c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped",
-                         c->snaps_dropped, "state_bytes", (Py_ssize_t)c->arena_bytes, "merges",
-                         (long long)c->merges, "steps_skipped", (long long)c->steps_skipped,
-                         "merges_blocked", (long long)c->merges_blocked, "points_resumed",
-                         (long long)c->points_resumed, "mid_cascade_merges",
-                         (long long)c->mid_merges, "jumps", (long long)c->jumps,
-                         "steps_jumped", (long long)c->steps_jumped, "log_words",
-                         (Py_ssize_t)c->log_len, "shared_passes",
-                         (long long)c->shared_passes, "shared_passes_closure_rows",
-                         (long long)c->global_passes, "memo_hits", (long long)c->memo_hits,
-                         "plain_passes", (long long)c->plain_passes, "cycle_passes",
-                         (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes,
-                         "topological", (long long)c->topological, "unlogged_segments",
-                         (long long)c->unlogged_segments, "jumps_refused",
-                         (long long)c->jumps_refused, "run_words", (Py_ssize_t)c->run_words);
+    PyObject *d = Py_BuildValue(
+        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
+        "visited", (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
+        c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped", c->snaps_dropped,
+        "state_bytes", (Py_ssize_t)c->arena_bytes, "merges", (long long)c->merges,
+        "steps_skipped", (long long)c->steps_skipped, "merges_blocked",
+        (long long)c->merges_blocked, "points_resumed", (long long)c->points_resumed,
+        "mid_cascade_merges", (long long)c->mid_merges, "jumps", (long long)c->jumps,
+        "steps_jumped", (long long)c->steps_jumped, "shared_passes", (long long)c->shared_passes,
+        "shared_passes_closure_rows", (long long)c->global_passes, "memo_hits",
+        (long long)c->memo_hits, "plain_passes", (long long)c->plain_passes, "cycle_passes",
+        (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes, "topological",
+        (long long)c->topological, "unlogged_segments", (long long)c->unlogged_segments,
+        "jumps_refused", (long long)c->jumps_refused);
+    if (!d) return NULL;
+    /* the trajectory log's size: its words' bytes (live and garbage), the points' frame
+       stacks, what the running run's segments took, and the words encoded so far */
+    PyObject *more = Py_BuildValue(
+        "{snsnsnsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
+        (Py_ssize_t)c->log_live, "frame_bytes",
+        (Py_ssize_t)(sizeof(Frame) * c->fr_len + sizeof(int32_t) * c->ul_len), "run_bytes",
+        (Py_ssize_t)c->run_bytes, "words_logged", (long long)c->words_logged,
+        "log_compactions", (long long)c->log_compactions, "frame_compactions",
+        (long long)c->frame_compactions);
+    if (!more || PyDict_Update(d, more) < 0) {
+        Py_XDECREF(more);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(more);
+    return d;
 }
 
 /* For tests: two runs that made the same searches, however they made them, end in the same
