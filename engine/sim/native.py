@@ -281,6 +281,10 @@ MAX_LOG_BYTES = 1280 << 20
 MAX_RUN_LOG_BYTES = 640 << 20
 
 
+# Walk.stats() counters that are levels (the last runtime's), not sums over the runtimes
+LEVELS = ("snapshots", "state_bytes", "log_bytes", "log_live_bytes", "frame_bytes", "run_bytes")
+
+
 def state_bytes(program: Program) -> int:
     """About the size of one copy of the C runtime's state for this program."""
     n = max(program.n_tensors, 1)
@@ -383,8 +387,8 @@ class Walk:
         out = dict(self._retired)
         if self.core is not None:
             for name, value in self.core.stats().items():
-                if name in ("snapshots", "state_bytes", "log_bytes", "log_live_bytes", "frame_bytes", "run_bytes"):
-                    out[name] = value  # levels, not sums
+                if name in LEVELS:
+                    out[name] = value
                 else:
                     out[name] = out.get(name, 0) + value
         out.update(fresh_runs=self.fresh_runs, resumed_runs=self.resumed_runs)
