@@ -240,7 +240,7 @@ typedef struct {
     uint64_t *dirty_old;  /* their values when the segment opened (dirty_list's order) */
     Py_ssize_t dirty_old_cap;
     /* The segments' changed words, encoded (see encode_segment): a thrashing run changes
-       48M-87M words, 1 GB at 12 bytes a word; encoded, 2-4 bytes a word. */
+       48M-87M words, 1 GB at 12 bytes a word; encoded, 5.6 bytes a word. */
     uint8_t *log;
     Py_ssize_t log_len, log_cap, log_live; /* bytes */
     /* A thrashing run changes words at every one of its ~10^5 evictions: its log reached 48M
@@ -303,8 +303,8 @@ static inline void hash_term(Core *c, const void *p, uint64_t v) {
     c->s.h2 ^= mix64(x ^ (v * 0xc2b2ae3d27d4eb4fULL) ^ (key << 17));
 }
 
-/* The arena word holding p changed in the open segment (its new value goes to the segment's
-   delta when the segment closes: see "trajectories"). */
+/* Room for one more changed word. dirty_old's capacity follows dirty_list's (it is only ever
+   grown here), so dirty_list's capacity is the one to check. */
 static int dirty_grow(Core *c) {
     if (vec_reserve(&c->dirty_list, c->dirty_list.len + 1) < 0) return -1;
     if (c->dirty_list.cap > c->dirty_old_cap) {
@@ -317,14 +317,13 @@ static int dirty_grow(Core *c) {
     return 0;
 }
 
-/* Word w changes for the first time in the open segment; old is its value until now (the
-   segment's log keeps old ^ new: see encode_segment). */
+/* Arena word w changed in the open segment; old is its value before (kept at the first change
+   only: the segment's log keeps old ^ new when it closes, see encode_segment). */
 static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
     uint64_t bit = (uint64_t)1 << (w & 63);
     if (c->dirty[w >> 6] & bit) return;
     c->dirty[w >> 6] |= bit;
-    if ((c->dirty_list.len == c->dirty_list.cap || c->dirty_list.len == c->dirty_old_cap) &&
-        dirty_grow(c) < 0) {
+    if (c->dirty_list.len == c->dirty_list.cap && dirty_grow(c) < 0) {
         c->dirty_failed = 1;
         return;
     }
@@ -332,7 +331,7 @@ static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
     c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
 }
 
-/* Before a write to p: its word still holds the old value. */
+/* Before a write to p (its word still holds the old value). */
 static inline void mark_dirty(Core *c, const void *p) {
     Py_ssize_t w = ((const char *)p - c->arena) >> 3;
     mark_dirty_word(c, w, ((const uint64_t *)c->arena)[w]);
@@ -1555,6 +1554,11 @@ typedef struct {
     Py_ssize_t off, len, i;
 } Range;
 
+/* What the points' frame stacks and their und lists take: they count in the log's limit. */
+static inline Py_ssize_t frame_bytes(const Core *c) {
+    return (Py_ssize_t)sizeof(Frame) * c->fr_len + (Py_ssize_t)sizeof(int32_t) * c->ul_len;
+}
+
 static int compare_ranges(const void *a, const void *b) {
     Py_ssize_t x = ((const Range *)a)->off, y = ((const Range *)b)->off;
     return (x > y) - (x < y);
@@ -1614,11 +1618,10 @@ static void compact_log(Core *c) {
     for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
     c->log_live = live;
     /* near the limit too, when the garbage takes half the room left: it must not push the
-       next run past the limit (see log_limit). Not at every run: a log of 87M words takes 1 s
-       to copy, 100x a merged run's time. */
-    Py_ssize_t frame_bytes = (Py_ssize_t)sizeof(Frame) * c->fr_len + (Py_ssize_t)sizeof(int32_t) * c->ul_len;
+       next run past the limit (see log_limit). Not at every run: moving a log of hundreds
+       of MB costs more than a merged run (milliseconds). */
     int near_limit =
-        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - frame_bytes;
+        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - frame_bytes(c);
     if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
     Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
     if (!ranges) return;
@@ -1631,13 +1634,10 @@ static void compact_log(Core *c) {
     c->log_compactions++;
 }
 
-/* Whether n more words would take the log past a limit (see log_limit). Within a run, once
-   true it stays true: the log and the run's words only grow until the run ends. */
+/* Whether n more bytes would take the log past a limit (see log_limit). Within a run, once
+   true it stays true: the log and the run's bytes only grow until the run ends. */
 static inline int past_log_limit(Core *c, Py_ssize_t n) {
-    return (c->log_limit > 0 &&
-            c->log_len + n + (Py_ssize_t)sizeof(Frame) * c->fr_len +
-                    (Py_ssize_t)sizeof(int32_t) * c->ul_len >
-                c->log_limit) ||
+    return (c->log_limit > 0 && c->log_len + n + frame_bytes(c) > c->log_limit) ||
            (c->resuming && c->run_log_limit > 0 && c->run_bytes > c->run_log_limit);
 }
 
@@ -2807,8 +2807,7 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
        stacks, what the running run's segments took, and the words encoded so far */
     PyObject *more = Py_BuildValue(
         "{snsnsnsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
-        (Py_ssize_t)c->log_live, "frame_bytes",
-        (Py_ssize_t)(sizeof(Frame) * c->fr_len + sizeof(int32_t) * c->ul_len), "run_bytes",
+        (Py_ssize_t)c->log_live, "frame_bytes", frame_bytes(c), "run_bytes",
         (Py_ssize_t)c->run_bytes, "words_logged", (long long)c->words_logged,
         "log_compactions", (long long)c->log_compactions, "frame_compactions",
         (long long)c->frame_compactions);
