@@ -36,7 +36,7 @@ COLUMNS = (
     "runner_up",
     "runner_up_score",
 )
-_NATIVE_KINDS = ("evict_policy", "evict_eager", "remat")  # engine/sim/_native/core.c's codes
+_NATIVE_KINDS = ("evict_policy", "evict_eager", "remat")  # engine/sim/_native/events.h's codes
 
 
 class EventLog:
@@ -86,7 +86,7 @@ class EventLog:
             self.op_max_depth[op] = sim.depth
 
     def load_native(self, columns: dict[str, list]) -> None:
-        """Take the event log the C runtime recorded (the same rows, see core.c)."""
+        """Take the event log the C runtime recorded (the same rows, see _native/events.h)."""
         for i, code in enumerate(columns["kind"]):
             kind = _NATIVE_KINDS[code]
             if kind == "remat":

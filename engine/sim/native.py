@@ -6,8 +6,8 @@ fixtures and random traces. It covers every policy but the two that keep Python-
 (DTREqClass's union-find, RandomStorage's generator); `supports` says which.
 
 `Walk` runs a budget range execution by execution and resumes each run where it first
-differs from the previous one (see core.c): the walk's records equal fresh runs' records
-field for field (tests/test_prefix_sharing.py).
+differs from the previous one (see _native/trajectory.h): the walk's records equal fresh runs'
+records field for field (tests/test_prefix_sharing.py).
 
 When the extension is not compiled, `available()` is False and everything runs in Python:
 identical results, 20-100x slower. `backend_description()` says which one runs.
@@ -128,8 +128,8 @@ def _limit(remat_limit: float) -> int | None:
     return None if remat_limit == INF else math.floor(remat_limit)
 
 
-# How the shared searches build their rows (core.c, shared_pass): chosen per pass by a cost
-# estimate, or forced one way (tests prove both ways give the plain searches' rows).
+# How the shared searches build their rows (_native/regions.h, shared_pass): chosen per pass by a
+# cost estimate, or forced one way (tests prove both ways give the plain searches' rows).
 SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
 
 
@@ -275,9 +275,9 @@ SNAPSHOT_BYTES = 768 << 20
 # InceptionV4 near 0.20: 490 MB encoded, and 170 MB of frame stacks); the TreeLSTM's resumed
 # runs never rejoin their predecessor, so each logs as much again, and a worker reached 4 GB
 # before the limits. Past a limit the segments keep their points (merges go on) but not their
-# words, so a jump over them is replayed instead (core.c, "log_limit"). 300 executions of
-# InceptionV4 from 0.20 (all thrashing), one process: 0.59 s each, max RSS 1.65 GB (README,
-# "A run that thrashes up to the cap").
+# words, so a jump over them is replayed instead (_native/trajectory.h, jump_allowed). 300
+# executions of InceptionV4 from 0.20 (all thrashing), one process: 0.59 s each, max RSS 1.65 GB
+# (README, "A run that thrashes up to the cap").
 MAX_LOG_BYTES = 1280 << 20
 MAX_RUN_LOG_BYTES = 640 << 20
 
@@ -299,7 +299,7 @@ class Walk:
     Each run resumes from the state where it first differs from the previous one (prefix
     sharing), and when it falls back into the previous run's exact state it takes that run's
     rest over instead of replaying it, or, where a later comparison of that rest would decide
-    otherwise at the new budget, skips ahead to just before it (see core.c, "trajectories").
+    otherwise at the new budget, skips ahead to just before it (see _native/trajectory.h).
     The records equal fresh runs' records field for field (tests/test_prefix_sharing.py).
 
     Iterating yields one WalkStep per execution; the caller stops when it has gone far

@@ -15,7 +15,7 @@ Pinned storages are skipped: a pinned storage is never scored nor evicted again,
 neighbourhood is never read (this changes no decision).
 
 `PyRegions` is the reference implementation, used by the Python runtime; the C runtime
-(engine/sim/_native/core.c) does the same over bitsets, and the tests hold them equal.
+(engine/sim/_native/regions.h) does the same over bitsets, and the tests hold them equal.
 """
 
 from __future__ import annotations

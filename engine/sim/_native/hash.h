@@ -1,0 +1,105 @@
+/* Part of the C runtime: the state hash and the tracked writes that keep it (and each segment's changed words) up to date.
+   core.c includes the parts once, in order, as one translation unit (so their static
+   functions inline across parts as they did in one file). */
+#ifndef DTR_HASH_H
+#define DTR_HASH_H
+
+/* ---- the state hash (walks only) ------------------------------------------------------------
+   A walk's run that reaches a boundary in exactly the state the previous run had there goes on
+   exactly as that run did (up to budget comparisons, checked separately), so it can take the
+   rest over instead of replaying it. "Exactly the state" is tested by a 128-bit hash of the
+   whole arena, kept up to date on every write: the XOR over every non-zero element (and every
+   non-zero bitset word) of a mix of its arena offset and value. The writers below update it;
+   with `verify_hash` every boundary recomputes it from scratch and compares (the tests). */
+static inline uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static inline void hash_term(Core *c, const void *p, uint64_t v) {
+    if (!v) return;
+    uint64_t key = (uint64_t)((const char *)p - c->arena);
+    uint64_t x = mix64(key * 0x9e3779b97f4a7c15ULL ^ v);
+    c->s.h1 ^= x;
+    c->s.h2 ^= mix64(x ^ (v * 0xc2b2ae3d27d4eb4fULL) ^ (key << 17));
+}
+
+/* Room for one more changed word. dirty_old's capacity follows dirty_list's (it is only ever
+   grown here), so dirty_list's capacity is the one to check. */
+static int dirty_grow(Core *c) {
+    if (vec_reserve(&c->dirty_list, c->dirty_list.len + 1) < 0) return -1;
+    if (c->dirty_list.cap > c->dirty_old_cap) {
+        uint64_t *grown =
+            (uint64_t *)PyMem_Realloc(c->dirty_old, sizeof(uint64_t) * c->dirty_list.cap);
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        c->dirty_old = grown;
+        c->dirty_old_cap = c->dirty_list.cap;
+    }
+    return 0;
+}
+
+/* Arena word w changed in the open segment; old is its value before (kept at the first change
+   only: the segment's log keeps old ^ new when it closes, see encode_segment). */
+static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
+    uint64_t bit = (uint64_t)1 << (w & 63);
+    if (c->dirty[w >> 6] & bit) return;
+    c->dirty[w >> 6] |= bit;
+    if (c->dirty_list.len == c->dirty_list.cap && dirty_grow(c) < 0) {
+        c->dirty_failed = 1;
+        return;
+    }
+    c->dirty_old[c->dirty_list.len] = old;
+    c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
+}
+
+/* Before a write to p (its word still holds the old value). */
+static inline void mark_dirty(Core *c, const void *p) {
+    Py_ssize_t w = ((const char *)p - c->arena) >> 3;
+    mark_dirty_word(c, w, ((const uint64_t *)c->arena)[w]);
+}
+
+/* Tracked writes of one arena element: the hash, and the word's dirty mark. */
+#define PUT(c, lvalue, value)                                                                   \
+    do {                                                                                        \
+        __typeof__(lvalue) *p_ = &(lvalue);                                                     \
+        __typeof__(lvalue) v_ = (value);                                                        \
+        if ((c)->tracking && *p_ != v_) {                                                       \
+            hash_term((c), p_, (uint64_t)*p_);                                                  \
+            hash_term((c), p_, (uint64_t)v_);                                                   \
+            mark_dirty((c), p_);                                                                \
+        }                                                                                       \
+        *p_ = v_;                                                                               \
+    } while (0)
+
+static inline void put_word(Core *c, uint64_t *w, uint64_t v) {
+    if (*w == v) return;
+    if (c->tracking) {
+        hash_term(c, w, *w);
+        hash_term(c, w, v);
+        mark_dirty(c, w);
+    }
+    *w = v;
+}
+
+/* A bitset row about to be rewritten wholesale (memset, then bits set): keep its old words in
+   row_old[k], and after the rewrite account for the words that changed. */
+static inline void row_begin(Core *c, const uint64_t *r, int k) {
+    if (c->tracking) memcpy(c->row_old[k], r, sizeof(uint64_t) * c->words);
+}
+
+static inline void row_end(Core *c, uint64_t *r, int k) {
+    if (!c->tracking) return;
+    const uint64_t *old = c->row_old[k];
+    for (Py_ssize_t i = 0; i < c->words; i++) {
+        if (r[i] == old[i]) continue;
+        hash_term(c, r + i, old[i]);
+        hash_term(c, r + i, r[i]);
+        mark_dirty_word(c, ((const char *)(r + i) - c->arena) >> 3, old[i]);
+    }
+}
+
+#endif /* DTR_HASH_H */

@@ -1,0 +1,198 @@
+/* Part of the C runtime: the eviction pool and the policies' scores and choice.
+   core.c includes the parts once, in order, as one translation unit (so their static
+   functions inline across parts as they did in one file). */
+#ifndef DTR_POLICY_H
+#define DTR_POLICY_H
+
+/* ---- the pool: storages in the order they became evictable (a linked list) -------------- */
+static inline void make_evictable(Core *c, int32_t s) {
+    Arrays *a = &c->a;
+    if (a->in_pool[s] || c->retain[s]) return;
+    PUT(c, a->in_pool[s], 1);
+    PUT(c, a->pool_prev[s], c->s.pool_tail);
+    PUT(c, a->pool_next[s], -1);
+    if (c->s.pool_tail >= 0) PUT(c, a->pool_next[c->s.pool_tail], s);
+    else c->s.pool_head = s;
+    c->s.pool_tail = s;
+    c->s.pool_count++;
+    c->s.pool_bytes += c->size[s];
+}
+
+static inline void make_unevictable(Core *c, int32_t s) {
+    Arrays *a = &c->a;
+    if (!a->in_pool[s]) return;
+    PUT(c, a->in_pool[s], 0);
+    int32_t p = a->pool_prev[s], q = a->pool_next[s];
+    if (p >= 0) PUT(c, a->pool_next[p], q);
+    else c->s.pool_head = q;
+    if (q >= 0) PUT(c, a->pool_prev[q], p);
+    else c->s.pool_tail = p;
+    c->s.pool_count--;
+    c->s.pool_bytes -= c->size[s];
+}
+
+static inline void lock(Core *c, int32_t s) {
+    if (c->a.ref_int[s] == 0) make_unevictable(c, s);
+    PUT(c, c->a.ref_int[s], c->a.ref_int[s] + 1);
+}
+
+static inline void unlock(Core *c, int32_t s) {
+    PUT(c, c->a.ref_int[s], c->a.ref_int[s] - 1);
+    if (c->a.ref_int[s] == 0) make_evictable(c, s);
+}
+
+/* ---- scores: the same arithmetic as engine/sim/policies.py ------------------------------- */
+/* Python computes `size * (clock - last_access)` with last_access possibly -inf: then the
+   staleness is inf, the product inf (size > 0) or nan (size 0), and the score 0.0 or inf. */
+static int ratio_score(int64_t num, int64_t size, int64_t clock, int64_t last, double *out) {
+    if (last == NEVER) {
+        *out = size > 0 ? 0.0 : INFINITY;
+        return 0;
+    }
+    int64_t stale = clock - last;
+    if (size <= 0 || stale <= 0) { /* denominator <= 0 (never negative here) */
+        *out = INFINITY;
+        return 0;
+    }
+    return true_divide(num, (unsigned __int128)size * (unsigned __int128)stale, out);
+}
+
+static int cost_stale(Core *c, int32_t s, double *out) {
+    Arrays *a = &c->a;
+    int64_t num = a->compute[s] + a->fwd_sum[s] + a->rev_sum[s];
+    if (a->last_access[s] == NEVER) { *out = 0.0; return 0; }
+    int64_t stale = c->s.clock - a->last_access[s];
+    if (stale <= 0) { *out = INFINITY; return 0; }
+    return true_divide(num, (unsigned __int128)stale, out);
+}
+
+static int score(Core *c, int32_t s, double *out) {
+    Arrays *a = &c->a;
+    int64_t size = c->size[s];
+    switch (c->policy) {
+    case P_DTR:
+        return ratio_score(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s], size, c->s.clock,
+                           a->last_access[s], out);
+    case P_DTRLOCAL:
+        return ratio_score(a->compute[s], size, c->s.clock, a->last_access[s], out);
+    case P_MSPS:
+        if (size <= 0) { *out = INFINITY; return 0; }
+        return true_divide(a->compute[s] + a->rev_sum[s], (unsigned __int128)size, out);
+    case P_LRU:
+        *out = a->last_access[s] == NEVER ? -INFINITY : (double)a->last_access[s];
+        return 0;
+    case P_LARGEST:
+        *out = size > 0 ? 1.0 / (double)size : INFINITY;
+        return 0;
+    case P_NBHD: {
+        double h;
+        if (ratio_score(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s], size, c->s.clock,
+                        a->last_access[s], &h) < 0)
+            return -1;
+        if (isinf(h) && h > 0) { *out = INFINITY; return 0; } /* denominator not > 0 */
+        *out = h * (1 + c->nbhd_b * (double)e_star_size(c, s));
+        return 0;
+    }
+    case P_HESTAR:
+        *out = (double)e_star_size(c, s);
+        return 0;
+    case P_COSTSTALE:
+        return cost_stale(c, s, out);
+    }
+    *out = INFINITY;
+    return 0;
+}
+
+static int exceeds(Core *c, int64_t value);
+
+/* TwoPhase: candidates covering the shortfall (each test a budget comparison), else the k
+   largest; the lowest c(e*)/staleness wins, ties to the larger size, then the smaller id. */
+static int choose_twophase(Core *c, int64_t request, int32_t *victim, double *best,
+                           int32_t *runner, double *runner_score) {
+    Arrays *a = &c->a;
+    int64_t needed = c->s.memory + request;
+    c->cover.len = 0;
+    for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+        if (!exceeds(c, needed - c->size[s])) {
+            if (vec_reserve(&c->cover, c->cover.len + 1) < 0) return -1;
+            c->cover.items[c->cover.len++] = s;
+        }
+    }
+    if (c->cover.len == 0) { /* the k largest, by (-size, id) */
+        int32_t k = c->twophase_k;
+        for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+            if (vec_reserve(&c->cover, c->cover.len + 1) < 0) return -1;
+            Py_ssize_t j = c->cover.len++;
+            while (j > 0) { /* insertion keeps the list sorted by (-size, id) */
+                int32_t q = c->cover.items[j - 1];
+                if (c->size[q] > c->size[s] || (c->size[q] == c->size[s] && q < s)) break;
+                c->cover.items[j] = q;
+                j--;
+            }
+            c->cover.items[j] = s;
+            if (c->cover.len > k) c->cover.len = k;
+        }
+    }
+    c->s.heuristic_evals += c->cover.len;
+    *victim = -1;
+    *runner = -1;
+    double b1 = INFINITY, b2 = INFINITY;
+    for (Py_ssize_t i = 0; i < c->cover.len; i++) {
+        int32_t s = c->cover.items[i];
+        double x;
+        if (cost_stale(c, s, &x) < 0) return -1;
+        /* (cost, -size, id) lexicographic */
+        int better1 = *victim < 0 || x < b1 ||
+                      (x == b1 && (c->size[s] > c->size[*victim] ||
+                                   (c->size[s] == c->size[*victim] && s < *victim)));
+        if (better1) {
+            *runner = *victim;
+            b2 = b1;
+            *victim = s;
+            b1 = x;
+        } else if (*runner < 0 || x < b2 ||
+                   (x == b2 && (c->size[s] > c->size[*runner] ||
+                                (c->size[s] == c->size[*runner] && s < *runner)))) {
+            *runner = s;
+            b2 = x;
+        }
+    }
+    *best = b1;
+    *runner_score = b2;
+    return 0;
+}
+
+/* simrd's scan: the LAST candidate whose score is <= the best so far; stop at a score of 0.
+   The runner-up (for the event log) is the candidate the same rule picks without the victim. */
+static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32_t *runner,
+                  double *runner_score) {
+    if (c->policy == P_TWOPHASE)
+        return choose_twophase(c, request, victim, best, runner, runner_score);
+    Arrays *a = &c->a;
+    double b1 = INFINITY, b2 = INFINITY;
+    int32_t v1 = -1, v2 = -1;
+    int64_t evaluated = 0;
+    for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
+        double x;
+        evaluated++;
+        if (score(c, s, &x) < 0) return -1;
+        if (x <= b1) {
+            v2 = v1;
+            b2 = b1;
+            v1 = s;
+            b1 = x;
+        } else if (x <= b2) {
+            v2 = s;
+            b2 = x;
+        }
+        if (x == 0) break;
+    }
+    c->s.heuristic_evals += evaluated;
+    *victim = v1;
+    *best = b1;
+    *runner = v2;
+    *runner_score = b2;
+    return 0;
+}
+
+#endif /* DTR_POLICY_H */

@@ -1,0 +1,232 @@
+/* Part of the C runtime: the runtime's types: the program, the dynamic state (arena arrays, scalars, frames), snapshots, trajectory points and the event log.
+   core.c includes the parts once, in order, as one translation unit (so their static
+   functions inline across parts as they did in one file). */
+#ifndef DTR_STATE_H
+#define DTR_STATE_H
+
+/* ---- growable int vectors --------------------------------------------------------------- */
+typedef struct {
+    int32_t *items;
+    Py_ssize_t len, cap;
+} Vec32;
+
+static int vec_reserve(Vec32 *v, Py_ssize_t need) {
+    if (need <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 64;
+    while (cap < need) cap *= 2;
+    int32_t *grown = (int32_t *)PyMem_Realloc(v->items, sizeof(int32_t) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    v->items = grown;
+    v->cap = cap;
+    return 0;
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+typedef struct {
+    int32_t t;        /* the tensor being materialized */
+    int8_t remat;     /* a rebuild (not the operator's first computation) */
+    int8_t phase;     /* 0: locking / rebuilding arguments, 1: in the budget check loop */
+    int8_t returning; /* 1: a rebuild of und[i] was started and has finished */
+    int32_t i;        /* next undefined argument to handle */
+    int32_t und_off, und_len;
+} Frame;
+
+typedef struct {
+    int64_t clock, memory, pool_bytes;
+    int64_t model_compute, remat_compute;
+    int64_t evictions, policy_evictions, rematerializations, operators;
+    int64_t max_memory, peak_pinned, depth_at_peak_pinned, max_depth, depth;
+    int64_t heuristic_evals;
+    int64_t fits_max, exceeds_min; /* exceeds_min == INT64_MAX: none yet */
+    int64_t budget;
+    int32_t pool_head, pool_tail, pool_count;
+    int32_t step;       /* schedule position */
+    int32_t mat_active; /* the step's materialization is in progress */
+    int32_t status;
+    int32_t has_failure;
+    int64_t f_operator, f_request, f_pinned, f_depth, f_over_by;
+    int32_t fs_top, und_top;
+    /* walks only (see "trajectories" below): the state hash, and the open segment's sums */
+    uint64_t h1, h2;
+    int64_t n_points; /* points of this run's trajectory passed so far */
+    int32_t seg_open; /* 1: the segment of point n_points - 1 is open */
+    int64_t seg_evictions, seg_policy_evictions, seg_remats, seg_evals; /* counters at its start */
+    int64_t seg_max_memory, seg_max_pinned, seg_depth_at_max_pinned, seg_max_depth;
+    int64_t seg_fits_max, seg_exceeds_min;
+} Scalars;
+
+/* One point of a run's trajectory, and the segment from it to the next point. Points are the
+   boundaries before each COMPUTE step (frames empty) and the completions of computations
+   inside a materialization (mid-cascade). What a run that merges at a point takes over. */
+typedef struct {
+    int32_t step, boundary; /* boundary: before COMPUTE step `step` (frames empty) */
+    int64_t clock;
+    uint64_t h1, h2;   /* the whole state's hash at the point */
+    uint64_t ah1, ah2; /* the arena's part of it */
+    /* the scalars at the point (what a jump to it sets), and where its frame stack is kept */
+    int64_t memory, pool_bytes, model_compute, remat_compute, operators, depth;
+    int32_t pool_head, pool_tail, pool_count, mat_active, fs_top, und_top;
+    Py_ssize_t fr_off, und_off;
+    int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
+    int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
+    Py_ssize_t log_off, log_len; /* the arena words the segment changed: bytes of the log */
+    int32_t unlogged;            /* 1: past the log's limit, the segment's words were not kept */
+    int32_t bare;                /* 1: made past the limit, its frame stack was not kept either */
+} Point;
+
+/* per-storage and per-tensor arrays inside the arena, as offsets */
+typedef struct {
+    uint8_t *defined, *material, *pinned, *in_pool;
+    int32_t *ref_int, *ref_ext, *last_op, *st_len, *ch_len, *pa_len, *pool_prev, *pool_next;
+    int64_t *last_access, *compute, *fwd_sum, *rev_sum;
+    uint64_t *fwd_int, *fwd_fr, *rev_int, *rev_fr;
+} Arrays;
+
+typedef struct {
+    int64_t value; /* the exceeding value compared at this point: the next walk budget */
+    int lazy;      /* the live state itself (a merged run's boundary): nothing was copied */
+    Scalars s;
+    char *arena;
+    Frame *frames;
+    int32_t *und;
+    int32_t *dirty; /* the open segment's changed words so far (its delta must include them) */
+    uint64_t *dirty_old; /* and their values at the segment's start */
+    Py_ssize_t n_dirty;
+} Snapshot;
+
+/* the event log (only when asked for; never with snapshots) */
+typedef struct {
+    Vec32 kind, storage, depth, pool_size, runner_up;
+    int64_t *i64; /* seq, operator, size, pinned per row: 4 per row */
+    double *f64;  /* score, runner_up_score per row: 2 per row */
+    Py_ssize_t rows, cap;
+    int64_t *op_max_pinned, *op_max_depth;
+    int64_t seq;
+} Events;
+
+typedef struct {
+    PyObject_HEAD
+    /* static program */
+    int32_t n, n_ops, n_steps;
+    Py_ssize_t words;
+    int64_t *op_compute, *op_total, *tensor_size, *size;
+    int32_t *op_first, *op_nout, *op_args_off, *op_args;
+    int32_t *tensor_storage, *tensor_op;
+    int8_t *step_kind;
+    int32_t *step_arg;
+    int32_t *st_off, *st_items; /* tensors of each storage, in creation order */
+    int32_t *ch_off, *ch_items; /* children of each storage, in the order edges appear */
+    int32_t *pa_off, *pa_items; /* parents */
+    uint8_t *retain;
+    /* configuration */
+    int policy, regions, budget_inf, snapshots, record_events;
+    double nbhd_b;
+    int32_t twophase_k;
+    int64_t remat_limit; /* thrashed when remat_compute > remat_limit */
+    double deadline;     /* monotonic seconds; 0 = none */
+    /* dynamic state */
+    Scalars s;
+    char *arena;
+    size_t arena_bytes;
+    Arrays a;
+    Frame *frames;
+    Py_ssize_t frames_cap;
+    Vec32 und;
+    uint64_t *scratch_a, *scratch_b, *scratch_d;
+    int32_t *stack;
+    /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
+       from u through evicted ones (u included) and the resident ones bordering them, per
+       direction; valid while mark == epoch (material does not change within the call) */
+    int32_t *mark[2], *done[2], *slot[2]; /* shared_pass's scratch (see there) */
+    int32_t epoch;
+    uint64_t *clo;
+    Py_ssize_t clo_used, clo_cap;
+    uint64_t *gclo;   /* shared_pass's closures as global rows (see there) */
+    Py_ssize_t gclo_cap;
+    int64_t *lc;      /* shared_pass's compute by local id */
+    int32_t *base_entry, *entry_base; /* shared_pass's: each base's memo entry, each entry's first base */
+    int shared_rows;  /* how shared_pass builds its rows: ROWS_AUTO, or one way (a test switch) */
+    /* shared_pass's results by closure union: bases whose evicted neighbours' closures unite
+       to the same local sets get the same global rows (half of them, in deep cascades) */
+    uint64_t *memo;        /* entries of (key words, global interior, global frontier) */
+    int64_t *memo_total;   /* each entry's interior compute */
+    uint64_t *memo_hash;   /* each entry's key hash */
+    int32_t *memo_slot;    /* open addressing: entry index + 1, 0 empty */
+    Py_ssize_t memo_cap, memo_slots;
+    int64_t memo_hits;
+    int32_t *dfs_node, *dfs_edge, *bases;
+    uint64_t *label_rows; /* sweep_pass's rows of 64 bases */
+    int64_t sweep_passes;
+    /* every edge of the storage graph goes from a lower storage id to a higher one (true of
+       the DTR traces: an operator's new storage is numbered after its arguments); then the
+       label passes sweep ids in order instead of walking the region first (sweep_pass) */
+    int topological;
+    uint64_t *sweep_lab, *sweep_flab; /* sweep_pass's words by storage (zero between passes) */
+    uint64_t *sweep_act, *sweep_res;  /* its storages to pass on, and the resident ones reached */
+    int shared_search; /* 0: plain searches only (a test switch) */
+    Vec32 cover;       /* TwoPhase's candidates */
+    Vec32 order, news; /* compute_op's outputs and their new storages */
+    double time_limit; /* seconds; 0 = none */
+    int32_t resumed_operator; /* where the last resume replayed from */
+    Snapshot *snaps;
+    Py_ssize_t n_snaps, snaps_cap, max_snaps, snaps_dropped, snaps_taken;
+    char *spare[2]; /* arenas of released snapshots, for the next ones (see arena_take) */
+    int n_spare;
+    Events ev;
+    /* trajectories (walks): the last run's points, in order; the running run's own points
+       (from own_from on) until it ends and they are spliced in */
+    int tracking, verify_hash, merging, resuming, traj_valid, merged;
+    Point *pts, *own;
+    Py_ssize_t n_pts, pts_cap, n_own, own_cap, own_from, search_from, merge_at;
+    int64_t *sufmin;    /* min exceeds_min over the trajectory's segments from a point on */
+    Py_ssize_t *nextflip; /* the first segment from a point on that compares the budget */
+    Py_ssize_t aux_cap;
+    int32_t traj_status, traj_has_failure;
+    int64_t traj_f_operator, traj_f_request, traj_f_pinned, traj_f_depth, traj_f_value;
+    int64_t traj_clock, traj_model, traj_remat, traj_operators;
+    Scalars out; /* the last run's result (differs from s when the run merged) */
+    uint64_t *dirty;      /* one bit per arena word: changed in the open segment */
+    Vec32 dirty_list;     /* those words */
+    uint64_t *dirty_old;  /* their values when the segment opened (dirty_list's order) */
+    Py_ssize_t dirty_old_cap;
+    /* The segments' changed words, encoded (see encode_segment): a thrashing run changes
+       48M-87M words, 1 GB at 12 bytes a word; encoded, 5.6 bytes a word. */
+    uint8_t *log;
+    Py_ssize_t log_len, log_cap, log_live; /* bytes */
+    /* A thrashing run changes words at every one of its ~10^5 evictions: its log reached 48M
+       words on the TreeLSTM near 0.106, 87M on InceptionV4 at 0.20, and a walk's worker 4 GB.
+       Past log_limit bytes in all (log and frame stacks), or a resumed run's own
+       run_log_limit (its predecessor's log is kept until it ends: a run that resumes early
+       and never rejoins it, as on the TreeLSTM, doubles the log), a segment keeps its point
+       (hash and sums: merges need no more) but not its words: a jump over it is refused and
+       the run replays instead (see jump_allowed). run_bytes counts the bytes the running
+       run's segments took, kept or not. */
+    Py_ssize_t log_limit, run_log_limit, run_bytes;
+    int64_t unlogged_segments, jumps_refused;
+    Frame *fr_log;        /* the points' frame stacks (mid-cascade), and their und lists */
+    int32_t *ul_log;
+    Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
+    int64_t words_logged; /* changed words encoded into the log, for its bytes-a-word figure */
+    int64_t log_compactions, frame_compactions;
+    uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
+    int64_t jumps, steps_jumped;
+    int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
+    int64_t merges, merges_blocked, steps_skipped, points_resumed, mid_merges;
+    int64_t searches, visited, edges_seen, plain_passes, cycle_passes, shared_passes, global_passes;
+    char error[240];
+    int started;
+} Core;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline int test_bit(const uint64_t *b, Py_ssize_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+static inline void set_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63); }
+static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
+
+static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
+
+#endif /* DTR_STATE_H */

@@ -1,0 +1,773 @@
+/* Part of the C runtime: snapshots, and the trajectories that let a walk's run merge into or jump along the previous one.
+   core.c includes the parts once, in order, as one translation unit (so their static
+   functions inline across parts as they did in one file). */
+#ifndef DTR_TRAJECTORY_H
+#define DTR_TRAJECTORY_H
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+/* A state's worth of memory for a snapshot. Walks take and release snapshots all the time,
+   and a freshly allocated block of megabytes is mapped anew and faulted in page by page
+   (5% of an InceptionV4 walk went to page faults): released ones are kept for reuse. */
+static char *arena_take(Core *c) {
+    if (c->n_spare > 0) return c->spare[--c->n_spare];
+    return (char *)PyMem_Malloc(c->arena_bytes);
+}
+
+static void arena_give(Core *c, char *arena) {
+    if (!arena) return;
+    if (c->n_spare < (int)(sizeof c->spare / sizeof c->spare[0]))
+        c->spare[c->n_spare++] = arena;
+    else
+        PyMem_Free(arena);
+}
+
+/* The live state moves to `base` (a copy of it): the arrays inside follow. */
+static void arena_rebase(Core *c, char *base) {
+    ptrdiff_t d = base - c->arena;
+    Arrays *a = &c->a;
+#define SHIFT(f) (a->f = (__typeof__(a->f))((char *)a->f + d))
+    SHIFT(defined); SHIFT(material); SHIFT(pinned); SHIFT(in_pool);
+    SHIFT(ref_int); SHIFT(ref_ext); SHIFT(last_op); SHIFT(st_len);
+    SHIFT(ch_len); SHIFT(pa_len); SHIFT(pool_prev); SHIFT(pool_next);
+    SHIFT(last_access); SHIFT(compute); SHIFT(fwd_sum); SHIFT(rev_sum);
+    SHIFT(fwd_int); SHIFT(fwd_fr); SHIFT(rev_int); SHIFT(rev_fr);
+#undef SHIFT
+    c->arena = base;
+}
+
+static int push_snapshot(Core *c, int64_t value, int lazy) {
+    if (c->n_snaps == c->max_snaps) { /* drop the oldest: it would save the least replay */
+        Snapshot *old = &c->snaps[0];
+        arena_give(c, old->arena);
+        PyMem_Free(old->frames);
+        PyMem_Free(old->und);
+        PyMem_Free(old->dirty);
+        PyMem_Free(old->dirty_old);
+        memmove(c->snaps, c->snaps + 1, sizeof(Snapshot) * (c->n_snaps - 1));
+        c->n_snaps--;
+        c->snaps_dropped++;
+    }
+    if (c->n_snaps == c->snaps_cap) {
+        Py_ssize_t cap = c->snaps_cap ? c->snaps_cap * 2 : 16;
+        Snapshot *grown = (Snapshot *)PyMem_Realloc(c->snaps, sizeof(Snapshot) * cap);
+        if (!grown) { PyErr_NoMemory(); return -1; }
+        c->snaps = grown;
+        c->snaps_cap = cap;
+    }
+    Snapshot *snap = &c->snaps[c->n_snaps];
+    snap->value = value;
+    snap->lazy = lazy;
+    if (lazy) {
+        snap->arena = NULL;
+        snap->frames = NULL;
+        snap->und = NULL;
+        snap->dirty = NULL;
+        snap->dirty_old = NULL;
+        snap->n_dirty = 0;
+        c->n_snaps++;
+        return 0;
+    }
+    snap->s = c->s;
+    snap->arena = arena_take(c);
+    snap->frames = (Frame *)PyMem_Malloc(sizeof(Frame) * (c->s.fs_top + 1));
+    snap->und = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (c->s.und_top + 1));
+    snap->n_dirty = c->tracking ? c->dirty_list.len : 0;
+    snap->dirty = (int32_t *)PyMem_Malloc(sizeof(int32_t) * (snap->n_dirty + 1));
+    snap->dirty_old = (uint64_t *)PyMem_Malloc(sizeof(uint64_t) * (snap->n_dirty + 1));
+    if (!snap->arena || !snap->frames || !snap->und || !snap->dirty || !snap->dirty_old) {
+        arena_give(c, snap->arena);
+        PyMem_Free(snap->frames);
+        PyMem_Free(snap->und);
+        PyMem_Free(snap->dirty);
+        PyMem_Free(snap->dirty_old);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (snap->n_dirty) {
+        memcpy(snap->dirty, c->dirty_list.items, sizeof(int32_t) * snap->n_dirty);
+        memcpy(snap->dirty_old, c->dirty_old, sizeof(uint64_t) * snap->n_dirty);
+    }
+    memcpy(snap->arena, c->arena, c->arena_bytes);
+    memcpy(snap->frames, c->frames, sizeof(Frame) * c->s.fs_top);
+    memcpy(snap->und, c->und.items, sizeof(int32_t) * c->s.und_top);
+    c->n_snaps++;
+    c->snaps_taken++;
+    return 0;
+}
+
+static int take_snapshot(Core *c, int64_t value) { return push_snapshot(c, value, 0); }
+
+static int reserve_frames(Core *c, Py_ssize_t need) {
+    if (need <= c->frames_cap) return 0;
+    Py_ssize_t cap = c->frames_cap ? c->frames_cap : 64;
+    while (cap < need) cap *= 2;
+    Frame *grown = (Frame *)PyMem_Realloc(c->frames, sizeof(Frame) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->frames = grown;
+    c->frames_cap = cap;
+    return 0;
+}
+
+/* Restore the newest snapshot and make its value the budget (it then fits). */
+static int restore_snapshot(Core *c) {
+    Snapshot *snap = &c->snaps[c->n_snaps - 1];
+    if (snap->lazy) { /* the live state is that point already */
+        c->s.budget = snap->value;
+        c->n_snaps--;
+        return 0;
+    }
+    if (reserve_frames(c, snap->s.fs_top + 1) < 0 || vec_reserve(&c->und, snap->s.und_top + 1) < 0)
+        return -1;
+    c->s = snap->s;
+    /* the snapshot's copy becomes the live state (it is not needed after this), and the
+       live state's memory the next snapshot's */
+    char *live = c->arena;
+    arena_rebase(c, snap->arena);
+    arena_give(c, live);
+    memcpy(c->frames, snap->frames, sizeof(Frame) * snap->s.fs_top);
+    memcpy(c->und.items, snap->und, sizeof(int32_t) * snap->s.und_top);
+    c->und.len = snap->s.und_top;
+    c->s.budget = snap->value;
+    if (c->tracking) { /* the open segment's changed words are the snapshot's */
+        for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+            int32_t w = c->dirty_list.items[i];
+            c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+        }
+        c->dirty_list.len = 0;
+        for (Py_ssize_t i = 0; i < snap->n_dirty; i++) {
+            int32_t w = snap->dirty[i];
+            mark_dirty_word(c, w, snap->dirty_old[i]);
+        }
+        if (c->dirty_failed) return -1;
+    }
+    PyMem_Free(snap->frames);
+    PyMem_Free(snap->und);
+    PyMem_Free(snap->dirty);
+    PyMem_Free(snap->dirty_old);
+    c->n_snaps--;
+    return 0;
+}
+
+/* ---- trajectories (walks) ------------------------------------------------------------------
+   Prefix sharing starts a walk's next run where it first differs from the previous one; most
+   such runs then fall back into the previous run's exact state soon after (the other
+   decision is made up for at a later budget check), often within the same cascade of
+   rebuilds. From there the run would replay the previous run's rest, with one possible
+   exception: a comparison whose outcome the new budget flips. So every run in a walk keeps
+   its trajectory, a list of points: the boundaries before each COMPUTE step and the
+   completions of computations inside a materialization. At each point it keeps the state's
+   hash, and for the segment up to the next point what the run's record needs (counter
+   increments, maxima, the nearest compared values on each side of the budget) and the arena
+   words the segment changed. A resumed run that reaches a point whose state equals a point of
+   the trajectory (same step and clock, same hash), where no later comparison of the
+   trajectory has a value the new budget flips (all its exceeding values are >= the new
+   budget, so exactly those equal to it), merges: its record is its own up to that point plus
+   the trajectory's segments from there, and its trajectory is its own points followed by the
+   previous one's from there. Where such a comparison lies ahead, a run at a boundary skips
+   to the last boundary before it, applying the segments' changed words (a jump): up to
+   there it is the previous run. After a merge the live state stays at the point: when the
+   next budget's first difference lies in the taken-over part, its run restarts from there
+   (a "lazy" snapshot, nothing copied). */
+enum { ST_MERGED = 6, ST_JUMPED = 7 };
+
+static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
+    uint64_t keep1 = c->s.h1, keep2 = c->s.h2;
+    Arrays *a = &c->a;
+    Py_ssize_t n = c->n;
+    c->s.h1 = c->s.h2 = 0;
+    uint8_t *u8s[4] = {a->defined, a->material, a->pinned, a->in_pool};
+    int32_t *i32s[8] = {a->ref_int, a->ref_ext, a->last_op, a->st_len,
+                        a->ch_len, a->pa_len, a->pool_prev, a->pool_next};
+    int64_t *i64s[4] = {a->last_access, a->compute, a->fwd_sum, a->rev_sum};
+    uint64_t *sets[4] = {a->fwd_int, a->fwd_fr, a->rev_int, a->rev_fr};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (int k = 0; k < 4; k++) hash_term(c, &u8s[k][i], (uint64_t)u8s[k][i]);
+        for (int k = 0; k < 8; k++) hash_term(c, &i32s[k][i], (uint64_t)i32s[k][i]);
+        for (int k = 0; k < 4; k++) hash_term(c, &i64s[k][i], (uint64_t)i64s[k][i]);
+    }
+    for (int k = 0; k < 4; k++)
+        for (Py_ssize_t i = 0; i < n * c->words; i++)
+            if (sets[k][i]) hash_term(c, &sets[k][i], sets[k][i]);
+    uint64_t got1 = c->s.h1, got2 = c->s.h2;
+    c->s.h1 = keep1;
+    c->s.h2 = keep2;
+    *h1 = got1; /* after the restore: the caller may pass &c->s.h1 */
+    *h2 = got2;
+}
+
+static inline void chain(uint64_t *x1, uint64_t *x2, uint64_t v, uint64_t i) {
+    *x1 = mix64(*x1 ^ (v + 0x9e3779b97f4a7c15ULL * (i + 1)));
+    *x2 = mix64(*x2 + (v ^ (0xd6e8feb86659fd93ULL * (i + 1))));
+}
+
+/* The whole state's hash: the arena's, the scalars that decide what happens next, and
+   mid-cascade the stack of materializations in progress. */
+static void point_hash(Core *c, uint64_t *o1, uint64_t *o2) {
+    const Scalars *s = &c->s;
+    int64_t v[14] = {s->clock,      s->memory,     s->pool_bytes, s->model_compute, s->remat_compute,
+                     s->operators,  s->pool_head,  s->pool_tail,  s->pool_count,    s->step,
+                     s->mat_active, s->fs_top,     s->und_top,    s->depth};
+    uint64_t x1 = s->h1, x2 = s->h2;
+    for (int i = 0; i < 14; i++) chain(&x1, &x2, (uint64_t)v[i], (uint64_t)i);
+    for (int32_t i = 0; i < s->fs_top; i++) {
+        const Frame *f = &c->frames[i];
+        uint64_t packed = (uint64_t)(uint32_t)f->t | ((uint64_t)(uint8_t)f->remat << 32) |
+                          ((uint64_t)(uint8_t)f->phase << 40) |
+                          ((uint64_t)(uint8_t)f->returning << 48);
+        chain(&x1, &x2, packed, 20);
+        chain(&x1, &x2, (uint64_t)(uint32_t)f->i | ((uint64_t)(uint32_t)f->und_len << 32), 21);
+        chain(&x1, &x2, (uint64_t)(uint32_t)f->und_off, 22);
+    }
+    for (int32_t i = 0; i < s->und_top; i++) chain(&x1, &x2, (uint64_t)(uint32_t)c->und.items[i], 23);
+    *o1 = x1;
+    *o2 = x2;
+}
+
+static void open_segment(Core *c) {
+    Scalars *s = &c->s;
+    s->seg_open = 1;
+    s->seg_evictions = s->evictions;
+    s->seg_policy_evictions = s->policy_evictions;
+    s->seg_remats = s->rematerializations;
+    s->seg_evals = s->heuristic_evals;
+    s->seg_max_memory = INT64_MIN;
+    s->seg_max_pinned = INT64_MIN;
+    s->seg_depth_at_max_pinned = 0;
+    s->seg_max_depth = 0;
+    s->seg_fits_max = INT64_MIN;
+    s->seg_exceeds_min = INT64_MAX;
+}
+
+static int log_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->log_cap) return 0;
+    Py_ssize_t cap = c->log_cap ? c->log_cap : 65536;
+    while (cap < need) cap *= 2;
+    uint8_t *grown = (uint8_t *)PyMem_Realloc(c->log, cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->log = grown;
+    c->log_cap = cap;
+    return 0;
+}
+
+/* A segment's changed words, encoded: a jump from the segment's start applies
+   words[i] ^= x, x = old ^ new. Per word, a varint of (the zigzagged difference from the
+   previous word's index) << 7 | a code: 64 + b when x is the single bit b (an eviction flips
+   one tensor's bit in the neighbourhood rows of the tensors around it: 40% of the words of
+   InceptionV4's thrashing runs), else (x's first nonzero byte) << 3 | (its length - 1),
+   followed by those bytes of x. About 6 bytes a word instead of 12 (index and value): the
+   rows a change touches are far apart in the arena. Words back at their old value are left
+   out. At most ENCODED_MAX bytes a word. */
+#define ENCODED_MAX 15
+static Py_ssize_t encode_segment(uint8_t *out, const int32_t *idx, const uint64_t *old,
+                                 const uint64_t *words, Py_ssize_t n, int64_t *encoded) {
+    uint8_t *o = out;
+    int64_t prev = 0, count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t x = old[i] ^ words[idx[i]];
+        if (!x) continue;
+        int lo = __builtin_ctzll(x) >> 3, hi = (63 - __builtin_clzll(x)) >> 3;
+        int64_t d = (int64_t)idx[i] - prev;
+        prev = idx[i];
+        int single = !(x & (x - 1));
+        uint64_t code = single ? 64 + (uint64_t)__builtin_ctzll(x) : (uint64_t)(lo << 3 | (hi - lo));
+        uint64_t v = ((((uint64_t)d << 1) ^ (uint64_t)(d >> 63)) << 7) | code;
+        while (v >= 0x80) {
+            *o++ = (uint8_t)(v | 0x80);
+            v >>= 7;
+        }
+        *o++ = (uint8_t)v;
+        if (!single) {
+            x >>= 8 * lo;
+            for (int b = lo; b <= hi; b++, x >>= 8) *o++ = (uint8_t)x;
+        }
+        count++;
+    }
+    *encoded += count;
+    return o - out;
+}
+
+/* Apply a segment's encoded words to the arena (in the state at the segment's start). */
+static void apply_segment(uint64_t *words, const uint8_t *in, Py_ssize_t len) {
+    const uint8_t *end = in + len;
+    int64_t at = 0;
+    while (in < end) {
+        uint64_t v = 0;
+        int shift = 0;
+        for (;;) {
+            uint8_t b = *in++;
+            v |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) break;
+            shift += 7;
+        }
+        uint64_t z = v >> 7;
+        at += (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+        if (v & 64) { /* a single bit */
+            words[at] ^= (uint64_t)1 << (v & 63);
+            continue;
+        }
+        int lo = (int)(v >> 3) & 7, n = (int)(v & 7) + 1;
+        uint64_t x = 0;
+        for (int b = 0; b < n; b++) x |= (uint64_t)in[b] << (8 * b);
+        in += n;
+        words[at] ^= x << (8 * lo);
+    }
+}
+
+/* Compaction is in place, in address order (a copy would hold the log twice at the peak:
+   0.5-0.8 GB more on a thrashing band): each point's range slides down, never over a range
+   not moved yet. A point copied from another (a jump's) shares its range. */
+typedef struct {
+    Py_ssize_t off, len, i;
+} Range;
+
+/* What the points' frame stacks and their und lists take: they count in the log's limit. */
+static inline Py_ssize_t frame_bytes(const Core *c) {
+    return (Py_ssize_t)sizeof(Frame) * c->fr_len + (Py_ssize_t)sizeof(int32_t) * c->ul_len;
+}
+
+static int compare_ranges(const void *a, const void *b) {
+    Py_ssize_t x = ((const Range *)a)->off, y = ((const Range *)b)->off;
+    return (x > y) - (x < y);
+}
+
+/* Slide the ranges (in elements of elem bytes) down to the start of base; each range's off
+   becomes its new offset. Returns the elements kept. */
+static Py_ssize_t slide_down(char *base, size_t elem, Range *ranges, Py_ssize_t n) {
+    qsort(ranges, n, sizeof(Range), compare_ranges);
+    Py_ssize_t at = 0, from = -1, to = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Range *r = &ranges[k];
+        if (r->off == from) {
+            r->off = to;
+            continue;
+        }
+        from = r->off;
+        to = at;
+        memmove(base + elem * at, base + elem * r->off, elem * r->len);
+        r->off = at;
+        at += r->len;
+    }
+    return at;
+}
+
+/* The log is append-only: a run rewrites the segments it executes, and what the previous run
+   had logged for them becomes garbage. Compact when the garbage outweighs the live part. */
+static void compact_frames(Core *c) {
+    Py_ssize_t frames = 0, und = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) {
+        if (c->pts[i].bare) continue; /* nothing kept */
+        frames += c->pts[i].fs_top;
+        und += c->pts[i].und_top;
+    }
+    if (c->fr_len < 2 * frames + 4096 && c->ul_len < 2 * und + 4096) return;
+    Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
+    if (!ranges) return; /* keep them as they are: compaction is only an economy */
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (!c->pts[i].bare && c->pts[i].fs_top > 0)
+            ranges[n++] = (Range){c->pts[i].fr_off, c->pts[i].fs_top, i};
+    c->fr_len = slide_down((char *)c->fr_log, sizeof(Frame), ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].fr_off = ranges[k].off;
+    n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (!c->pts[i].bare && c->pts[i].und_top > 0)
+            ranges[n++] = (Range){c->pts[i].und_off, c->pts[i].und_top, i};
+    c->ul_len = slide_down((char *)c->ul_log, sizeof(int32_t), ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].und_off = ranges[k].off;
+    PyMem_Free(ranges);
+    c->frame_compactions++;
+}
+
+static void compact_log(Core *c) {
+    compact_frames(c);
+    Py_ssize_t live = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) live += c->pts[i].log_len;
+    c->log_live = live;
+    /* near the limit too, when the garbage takes half the room left: it must not push the
+       next run past the limit (see log_limit). Not at every run: moving a log of hundreds
+       of MB costs more than a merged run (milliseconds). */
+    int near_limit =
+        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - frame_bytes(c);
+    if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
+    Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
+    if (!ranges) return;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (c->pts[i].log_len > 0) ranges[n++] = (Range){c->pts[i].log_off, c->pts[i].log_len, i};
+    c->log_len = slide_down((char *)c->log, 1, ranges, n);
+    for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].log_off = ranges[k].off;
+    PyMem_Free(ranges);
+    c->log_compactions++;
+}
+
+/* Whether n more bytes would take the log past a limit (see log_limit). Within a run, once
+   true it stays true: the log and the run's bytes only grow until the run ends. */
+static inline int past_log_limit(Core *c, Py_ssize_t n) {
+    return (c->log_limit > 0 && c->log_len + n + frame_bytes(c) > c->log_limit) ||
+           (c->resuming && c->run_log_limit > 0 && c->run_bytes > c->run_log_limit);
+}
+
+/* The open segment ends: its sums and changed words go to the run's last point. */
+static void close_segment(Core *c) {
+    Scalars *s = &c->s;
+    Point *g = &c->own[c->n_own - 1];
+    g->evictions = s->evictions - s->seg_evictions;
+    g->policy_evictions = s->policy_evictions - s->seg_policy_evictions;
+    g->remats = s->rematerializations - s->seg_remats;
+    g->evals = s->heuristic_evals - s->seg_evals;
+    g->max_memory = s->seg_max_memory;
+    g->max_pinned = s->seg_max_pinned;
+    g->depth_at_max_pinned = s->seg_depth_at_max_pinned;
+    g->max_depth = s->seg_max_depth;
+    g->fits_max = s->seg_fits_max;
+    g->exceeds_min = s->seg_exceeds_min;
+    s->seg_open = 0;
+    const uint64_t *words = (const uint64_t *)c->arena;
+    Py_ssize_t n = c->dirty_list.len, bytes = 0;
+    g->unlogged = 0;
+    if (log_reserve(c, c->log_len + ENCODED_MAX * n) < 0) {
+        c->dirty_failed = 1;
+    } else {
+        bytes = encode_segment(c->log + c->log_len, c->dirty_list.items, c->dirty_old, words, n,
+                               &c->words_logged);
+        c->run_bytes += bytes;
+        if (past_log_limit(c, bytes)) {
+            g->unlogged = 1; /* see log_limit */
+            c->unlogged_segments++;
+            bytes = 0;
+        }
+    }
+    g->log_off = c->log_len;
+    g->log_len = bytes;
+    c->log_len += bytes;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t w = c->dirty_list.items[i];
+        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+    }
+    c->dirty_list.len = 0;
+}
+
+static int own_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->own_cap) return 0;
+    Py_ssize_t cap = c->own_cap ? c->own_cap * 2 : 1024;
+    while (cap < need) cap *= 2;
+    Point *grown = (Point *)PyMem_Realloc(c->own, sizeof(Point) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->own = grown;
+    c->own_cap = cap;
+    return 0;
+}
+
+/* Append a point to the run's own list (a copy of one of the trajectory's, or the live state
+   as it is) and open its segment. */
+static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, uint64_t h2) {
+    if (own_reserve(c, c->n_own + 1) < 0) return ST_ERROR;
+    Point *p = &c->own[c->n_own++];
+    if (copy) {
+        *p = *copy;
+    } else {
+        const Scalars *s = &c->s;
+        memset(p, 0, sizeof *p);
+        p->step = s->step;
+        p->boundary = boundary;
+        p->clock = s->clock;
+        p->h1 = h1;
+        p->h2 = h2;
+        p->ah1 = s->h1;
+        p->ah2 = s->h2;
+        p->memory = s->memory;
+        p->pool_bytes = s->pool_bytes;
+        p->model_compute = s->model_compute;
+        p->remat_compute = s->remat_compute;
+        p->operators = s->operators;
+        p->pool_head = s->pool_head;
+        p->pool_tail = s->pool_tail;
+        p->pool_count = s->pool_count;
+        p->depth = s->depth;
+        p->mat_active = s->mat_active;
+        p->fs_top = s->fs_top;
+        p->und_top = s->und_top;
+        /* past the log's limit no jump can reach this point (its segment will miss its words
+           too): its frame stack is not kept, 0.5-1 GB a trajectory on the TreeLSTM */
+        p->bare = past_log_limit(c, 0);
+        if (p->bare) {
+            p->fr_off = p->und_off = 0;
+            open_segment(c);
+            c->s.n_points++;
+            return 0;
+        }
+        /* mid-cascade, the frame stack too (a jump to this point restores it) */
+        if (s->fs_top > c->fr_cap - c->fr_len) {
+            Py_ssize_t cap = c->fr_cap ? c->fr_cap : 4096;
+            while (cap < c->fr_len + s->fs_top) cap *= 2;
+            Frame *grown = (Frame *)PyMem_Realloc(c->fr_log, sizeof(Frame) * cap);
+            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
+            c->fr_log = grown;
+            c->fr_cap = cap;
+        }
+        if (s->und_top > c->ul_cap - c->ul_len) {
+            Py_ssize_t cap = c->ul_cap ? c->ul_cap : 4096;
+            while (cap < c->ul_len + s->und_top) cap *= 2;
+            int32_t *grown = (int32_t *)PyMem_Realloc(c->ul_log, sizeof(int32_t) * cap);
+            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
+            c->ul_log = grown;
+            c->ul_cap = cap;
+        }
+        p->fr_off = c->fr_len;
+        p->und_off = c->ul_len;
+        memcpy(c->fr_log + c->fr_len, c->frames, sizeof(Frame) * s->fs_top);
+        memcpy(c->ul_log + c->ul_len, c->und.items, sizeof(int32_t) * s->und_top);
+        c->fr_len += s->fs_top;
+        c->ul_len += s->und_top;
+        open_segment(c);
+    }
+    c->s.n_points++;
+    return 0;
+}
+
+/* Add a trajectory segment's sums to a run's record so far. */
+static void take_segment(Scalars *o, const Point *g) {
+    o->evictions += g->evictions;
+    o->policy_evictions += g->policy_evictions;
+    o->rematerializations += g->remats;
+    o->heuristic_evals += g->evals;
+    if (g->max_memory > o->max_memory) o->max_memory = g->max_memory;
+    if (g->max_pinned > o->peak_pinned) { /* strictly: the first to reach it */
+        o->peak_pinned = g->max_pinned;
+        o->depth_at_peak_pinned = g->depth_at_max_pinned;
+    }
+    if (g->max_depth > o->max_depth) o->max_depth = g->max_depth;
+    if (g->fits_max > o->fits_max) o->fits_max = g->fits_max;
+    if (g->exceeds_min < o->exceeds_min) o->exceeds_min = g->exceeds_min;
+}
+
+/* The live state becomes a point's (its arena words already applied). */
+static int point_state(Core *c, const Point *g) {
+    Scalars *s = &c->s;
+    if (reserve_frames(c, g->fs_top + 1) < 0 || vec_reserve(&c->und, g->und_top + 1) < 0)
+        return -1;
+    memcpy(c->frames, c->fr_log + g->fr_off, sizeof(Frame) * g->fs_top);
+    memcpy(c->und.items, c->ul_log + g->und_off, sizeof(int32_t) * g->und_top);
+    c->und.len = g->und_top;
+    s->fs_top = g->fs_top;
+    s->und_top = g->und_top;
+    s->mat_active = g->mat_active;
+    s->depth = g->depth;
+    s->clock = g->clock;
+    s->memory = g->memory;
+    s->pool_bytes = g->pool_bytes;
+    s->model_compute = g->model_compute;
+    s->remat_compute = g->remat_compute;
+    s->operators = g->operators;
+    s->pool_head = g->pool_head;
+    s->pool_tail = g->pool_tail;
+    s->pool_count = g->pool_count;
+    s->h1 = g->ah1;
+    s->h2 = g->ah2;
+    s->step = g->step;
+    return 0;
+}
+
+static int push_snapshot(Core *c, int64_t value, int lazy);
+
+/* From trajectory point m (in its state) to point g: the segments' changed words are applied
+   to the arena, their sums added to the record, the points copied into the run's own list,
+   and the state becomes g's. Where a segment holds an exceeding value below every one this
+   run met so far, the next runs may need to resume there: the state at the segment's start
+   is copied first (the replay would have snapshotted inside the segment). */
+static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
+    Scalars *s = &c->s;
+    uint64_t *words = (uint64_t *)c->arena;
+    for (Py_ssize_t k = m; k < g; k++) {
+        const Point *p = &c->pts[k];
+        if (p->exceeds_min < s->exceeds_min) {
+            if (point_state(c, p) < 0) return ST_ERROR;
+            if (push_snapshot(c, p->exceeds_min, 0) < 0) return ST_ERROR;
+        }
+        take_segment(s, p);
+        if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
+        apply_segment(words, c->log + p->log_off, p->log_len);
+    }
+    if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
+    c->jumps++;
+    c->steps_jumped += c->pts[g].step - c->pts[m].step;
+    return ST_JUMPED;
+}
+
+/* A jump applies the changed words of the segments it skips: all of them must have been kept
+   (past the log's limit they were not; the run then replays those segments). */
+static int jump_allowed(Core *c, Py_ssize_t m, Py_ssize_t g) {
+    if (c->pts[g].bare) {
+        c->jumps_refused++;
+        return 0;
+    }
+    for (Py_ssize_t k = m; k < g; k++)
+        if (c->pts[k].unlogged) {
+            c->jumps_refused++;
+            return 0;
+        }
+    return 1;
+}
+
+/* The trajectory's point equal to the live state, searched from the run's position on. */
+static Py_ssize_t find_point(Core *c, uint64_t h1, uint64_t h2) {
+    int32_t step = c->s.step;
+    int64_t clock = c->s.clock;
+    Py_ssize_t lo = c->search_from, hi = c->n_pts;
+    while (lo < hi) { /* points are in (step, clock) order */
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        const Point *p = &c->pts[mid];
+        if (p->step < step || (p->step == step && p->clock < clock)) lo = mid + 1;
+        else hi = mid;
+    }
+    for (Py_ssize_t i = lo; i < c->n_pts && c->pts[i].step == step && c->pts[i].clock == clock; i++)
+        if (c->pts[i].h1 == h1 && c->pts[i].h2 == h2) return i;
+    return -1;
+}
+
+/* At a point: close the segment, merge or jump if the state is the trajectory's, else record
+   the point and open its segment. */
+static int at_point(Core *c, int boundary) {
+    if (c->s.seg_open) close_segment(c);
+    if (c->dirty_failed) return ST_ERROR;
+    uint64_t h1, h2;
+    if (c->verify_hash) {
+        full_hash(c, &h1, &h2);
+        if (h1 != c->s.h1 || h2 != c->s.h2) {
+            snprintf(c->error, sizeof c->error,
+                     "state hash out of date at step %d (a write bypassed the hash)", c->s.step);
+            return ST_ERROR;
+        }
+    }
+    point_hash(c, &h1, &h2);
+    if (c->resuming && c->merging && c->traj_valid) {
+        c->points_resumed++;
+        Py_ssize_t m = find_point(c, h1, h2);
+        if (m >= 0) {
+            if (c->sufmin[m] > c->s.budget) {
+                c->merge_at = m;
+                return ST_MERGED;
+            }
+            /* The same state, but a later segment compares exactly the budget (and will
+               decide otherwise there): until that segment this run is the trajectory, so
+               go to its start. */
+            c->merges_blocked++;
+            Py_ssize_t g = c->nextflip[m];
+            if (g > m && jump_allowed(c, m, g)) return jump(c, m, g);
+        }
+    }
+    return append_point(c, NULL, boundary, h1, h2);
+}
+
+static int pts_reserve(Core *c, Py_ssize_t need) {
+    if (need <= c->pts_cap) return 0;
+    Py_ssize_t cap = c->pts_cap ? c->pts_cap * 2 : 1024;
+    while (cap < need) cap *= 2;
+    Point *grown = (Point *)PyMem_Realloc(c->pts, sizeof(Point) * cap);
+    if (!grown) { PyErr_NoMemory(); return -1; }
+    c->pts = grown;
+    c->pts_cap = cap;
+    return 0;
+}
+
+/* The run's trajectory: the shared prefix, its own points, and (merged) the taken-over rest. */
+static int splice(Core *c, Py_ssize_t tail_from) {
+    Py_ssize_t tail = tail_from >= 0 ? c->n_pts - tail_from : 0;
+    Py_ssize_t at = c->own_from + c->n_own;
+    if (pts_reserve(c, at + tail + 1) < 0) return -1;
+    if (tail) memmove(c->pts + at, c->pts + tail_from, sizeof(Point) * tail);
+    memcpy(c->pts + c->own_from, c->own, sizeof(Point) * c->n_own);
+    c->n_pts = at + tail;
+    c->n_own = 0;
+    compact_log(c);
+    return 0;
+}
+
+/* For a resumed run over the trajectory: from each point, the min exceeding value ahead and
+   the first segment comparing the budget. */
+static int suffix_minima(Core *c) {
+    if (c->n_pts + 1 > c->aux_cap) {
+        Py_ssize_t cap = 2 * (c->n_pts + 1);
+        PyMem_Free(c->sufmin);
+        PyMem_Free(c->nextflip);
+        c->sufmin = (int64_t *)PyMem_Malloc(sizeof(int64_t) * cap);
+        c->nextflip = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * cap);
+        c->aux_cap = cap;
+        if (!c->sufmin || !c->nextflip) {
+            c->aux_cap = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    int64_t m = INT64_MAX;
+    Py_ssize_t flip = -1;
+    for (Py_ssize_t i = c->n_pts - 1; i >= 0; i--) {
+        const Point *p = &c->pts[i];
+        if (p->exceeds_min < m) m = p->exceeds_min;
+        if (p->exceeds_min == c->s.budget) flip = i;
+        c->sufmin[i] = m;
+        c->nextflip[i] = flip;
+    }
+    return 0;
+}
+
+/* A run that ended on its own: its trajectory is complete. */
+static int end_trajectory(Core *c, int status) {
+    Scalars *s = &c->s;
+    if (status != ST_OK && status != ST_OOM && status != ST_THRASHED) {
+        c->traj_valid = 0;
+        return 0;
+    }
+    if (s->seg_open) close_segment(c);
+    if (splice(c, -1) < 0) return -1;
+    c->traj_status = status;
+    c->traj_has_failure = s->has_failure && status == ST_OOM;
+    c->traj_f_operator = s->f_operator;
+    c->traj_f_request = s->f_request;
+    c->traj_f_pinned = s->f_pinned;
+    c->traj_f_depth = s->f_depth;
+    c->traj_f_value = s->f_over_by + s->budget;
+    c->traj_clock = s->clock;
+    c->traj_model = s->model_compute;
+    c->traj_remat = s->remat_compute;
+    c->traj_operators = s->operators;
+    c->traj_valid = !c->dirty_failed;
+    return 0;
+}
+
+/* The run's state is the trajectory's at point merge_at: its record takes the rest over. */
+static int merge(Core *c) {
+    Scalars *o = &c->out;
+    *o = c->s;
+    Py_ssize_t m = c->merge_at;
+    for (Py_ssize_t j = m; j < c->n_pts; j++) take_segment(o, &c->pts[j]);
+    o->clock = c->traj_clock;
+    o->model_compute = c->traj_model;
+    o->remat_compute = c->traj_remat;
+    o->operators = c->traj_operators;
+    o->status = c->traj_status;
+    o->has_failure = c->traj_has_failure;
+    o->f_operator = c->traj_f_operator;
+    o->f_request = c->traj_f_request;
+    o->f_pinned = c->traj_f_pinned;
+    o->f_depth = c->traj_f_depth;
+    o->f_over_by = c->traj_f_value - o->budget;
+    if (o->status == ST_OOM && o->f_pinned > o->peak_pinned) {
+        o->peak_pinned = o->f_pinned;
+        o->depth_at_peak_pinned = o->f_depth;
+    }
+    c->merged = 1;
+    c->merges++;
+    if (c->s.mat_active) c->mid_merges++;
+    c->steps_skipped += c->n_steps - c->s.step;
+    /* the trajectory becomes this run's: the live state is its point at own_from + n_own */
+    c->s.n_points = c->own_from + c->n_own;
+    if (splice(c, m) < 0) return ST_ERROR;
+    if (o->exceeds_min < c->s.exceeds_min) {
+        /* the next budget first differs in the taken-over part: restart from here */
+        if (push_snapshot(c, o->exceeds_min, 1) < 0) return ST_ERROR;
+    }
+    return o->status;
+}
+
+#endif /* DTR_TRAJECTORY_H */
