@@ -342,6 +342,19 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
     table = cli("holes", "--all", "--markdown", "--db", str(db), env=env).stdout
     assert "| synthetic-mlp |" in table and f"| {len(holes):,} |" in table
     assert table.splitlines()[2].endswith(" s |")  # the run time, in seconds
+    # the one trace's text report says what the walk found, not only its (absent) samples
+    text = cli("holes", "synthetic-mlp", "--db", str(db), env=env).stdout.splitlines()
+    assert text[0].startswith("synthetic-mlp DTR: 0 samples")
+    assert text[1] == (
+        f"synthetic-mlp DTR: {walk['runs_executed']:,} walked executions, {len(holes)} exact holes"
+    )
+    assert text[2:] == [
+        f"  fail [{h['first_fail_byte']:,}, {h['last_fail_byte']:,}] {h['width']:,} bytes "
+        f"({h['intervals']:,} execution{'s' if h['intervals'] != 1 else ''}) | ok below "
+        f"{h['run_ids']['ok_below']}, "
+        f"ok above {h['run_ids']['ok_above']}"
+        for h in holes
+    ]
 
 
 def test_all_holes_compares_with_the_paper(tmp_path: Path, traces_dir: Path) -> None:

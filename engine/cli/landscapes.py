@@ -246,6 +246,21 @@ def command_holes(args: argparse.Namespace) -> int:
             f"{region['last_fail']} | ok {region['first_ok_above']}{width}"
             + (" (complete)" if exact.get("complete") else "")
         )
+    # what walks found: without this, a trace that was only walked (no samples) would read
+    # as "0 failure regions" however many exact holes its intervals show
+    holes = report["interval_holes"]
+    print(
+        f"{report['trace']} {report['policy']}: {report['intervals']:,} walked executions, "
+        f"{len(holes)} exact hole{'s' if len(holes) != 1 else ''}"
+    )
+    for hole in holes:
+        ids = hole["run_ids"]
+        print(
+            f"  fail [{hole['first_fail_byte']:,}, {hole['last_fail_byte']:,}] "
+            f"{hole['width']:,} bytes ({hole['intervals']:,} execution"
+            f"{'s' if hole['intervals'] != 1 else ''}) | ok below "
+            f"{ids['ok_below']}, ok above {ids['ok_above']}"
+        )
     return 0
 
 
