@@ -53,3 +53,24 @@ def test_dtr_traces(traces_dir: Path, trace: str, ratio: float) -> None:
     result = _max_rss(trace, ratio, str(traces_dir))
     assert result["status"] in {"ok", "oom", "thrashed", "timeout"}
     assert result["max_rss"] < LIMIT_BYTES, result
+
+
+# -- a walk: its snapshots and its trajectory log share one budget -------------------------------
+@pytest.mark.parametrize("trace", sorted(POINTS))
+def test_a_walks_snapshots_and_log_share_one_budget(traces_dir: Path, trace: str) -> None:
+    """Each alone kept a walk under 2 GB, together they did not (an LSTM walk reached 1.96 GB):
+    the log's limit is what the snapshots leave of WALK_MEMORY_BYTES, at most MAX_LOG_BYTES."""
+    from engine.sim import native
+    from engine.sim.policies import make_policy
+    from engine.sim.simulate import load
+
+    _, program = load(trace, traces_dir)
+    walk = native.Walk(program, 1 << 30, make_policy("DTR"))  # built, not run
+    snapshots = walk.max_snapshots * native.state_bytes(program)
+    assert snapshots <= native.SNAPSHOT_BYTES
+    assert 0 < walk.max_log_bytes <= native.MAX_LOG_BYTES
+    assert snapshots + walk.max_log_bytes <= native.WALK_MEMORY_BYTES
+    if trace in ("lstm", "treelstm"):  # large states: their snapshots leave less than the cap
+        assert walk.max_log_bytes == native.WALK_MEMORY_BYTES - snapshots < native.MAX_LOG_BYTES
+    # an explicit limit (bench's "unlimited" 0 among them) is kept as given
+    assert native.Walk(program, 1 << 30, make_policy("DTR"), max_log_bytes=0).max_log_bytes == 0

@@ -40,7 +40,7 @@ def _walk(
     retain: frozenset[int] = frozenset(),
     steps: int = 2,
     verify_hash: bool = True,
-    max_log_bytes: int = native.MAX_LOG_BYTES,
+    max_log_bytes: int | None = None,
     max_run_log_bytes: int = native.MAX_RUN_LOG_BYTES,
 ) -> tuple[list[dict], dict]:
     """The records of the first `steps` executions from `start` up, and the walk's counters."""

@@ -125,7 +125,7 @@ def walk_memory(trace: str, ratio: float, steps: int, limited: bool) -> dict[str
         start,
         make_policy("DTR"),
         remat_limit=limit_for(base, 60),
-        max_log_bytes=native.MAX_LOG_BYTES if limited else 0,
+        max_log_bytes=None if limited else 0,  # None: the walk's own share of its budget
         max_run_log_bytes=native.MAX_RUN_LOG_BYTES if limited else 0,
     )
     began = time.perf_counter()
