@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from engine.landscape.holes import age_key, comparable, landscape_holes, missing
+from engine.landscape.report import useful_share
 from engine.sim.simulate import DEFAULT_CAP
 
 
@@ -84,6 +85,8 @@ class Holes:
     cap: float = DEFAULT_CAP
     other_versions: int = 0  # trace versions stored besides the one shown (the newest)
     exact: list[ExactHole] = field(default_factory=list)
+    # the byte ranges the stored intervals classify, [lo, hi] (hi None: no upper end)
+    certified: list[tuple[int, int | None]] = field(default_factory=list)
 
 
 def _sample(point: dict[str, Any]) -> Sample:
@@ -131,6 +134,7 @@ def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:
         cap=cap,
         other_versions=max(0, len(report["trace_versions"]) - 1),
         exact=[_exact(h) for h in report["interval_holes"]],
+        certified=[(int(lo), None if hi is None else int(hi)) for lo, hi in report["certified"]],
     )
 
 
@@ -150,36 +154,36 @@ def _exact(hole: dict[str, Any]) -> ExactHole:
 
 @dataclass(frozen=True)
 class Coverage:
-    """Budgets certified by exact walks: merged [lo, hi] byte intervals."""
+    """What exact walks classified: the certified stretches of the stored intervals (the
+    report's and `holes`'s, engine/landscape/intervals.py), and the walks recorded."""
 
-    intervals: list[tuple[int, int]]
+    stretches: list[tuple[int, int | None]]
     walks: int
     complete: int
 
-    @property
-    def bytes(self) -> int:
-        return sum(hi - lo + 1 for lo, hi in self.intervals)
+    def share(self, peak: int) -> float:
+        """Of the useful range (report.USEFUL_RANGE x peak), the share certified."""
+        return useful_share(self.stretches, peak)
+
+    def gaps(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The byte ranges of [start, end] no stretch certifies, in budget order."""
+        out: list[tuple[int, int]] = []
+        at = start  # the lowest byte not yet accounted for
+        for lo, hi in self.stretches:
+            if at > end:
+                break
+            if lo > at:
+                out.append((at, min(lo - 1, end)))
+            at = max(at, end + 1 if hi is None else hi + 1)
+        if at <= end:
+            out.append((at, end))
+        return out
 
 
-def coverage(walks: pd.DataFrame) -> Coverage:
-    """Merge the walks' certified ranges [from_budget, reached]."""
-    if walks.empty:
-        return Coverage([], 0, 0)
-    spans = sorted(
-        (int(r["from_budget"]), int(r["reached"]))
-        for _, r in walks.iterrows()
-        if pd.notna(r["from_budget"])
-        and pd.notna(r["reached"])
-        and r["reached"] >= r["from_budget"]
-    )
-    merged: list[tuple[int, int]] = []
-    for lo, hi in spans:
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    complete = int(walks["complete"].fillna(False).astype(bool).sum())
-    return Coverage(merged, len(walks), complete)
+def coverage(found: Holes, walks: pd.DataFrame) -> Coverage:
+    """The certified stretches of `found`'s intervals, and how many walks ran (complete)."""
+    complete = int(walks["complete"].fillna(False).astype(bool).sum()) if len(walks) else 0
+    return Coverage(list(found.certified), len(walks), complete)
 
 
 def neighbours(frame: pd.DataFrame, record: dict[str, Any]) -> tuple[dict | None, dict | None]:

@@ -120,7 +120,7 @@ def test_holes_facts_and_rows() -> None:
     rows = hole_rows(found)
     assert len(rows) == 1 and rows[0]["failing_samples"] == 2
     assert rows[0]["first_fail_id"] == "r450"
-    text = dict(facts(found, 5, coverage(pd.DataFrame()), PEAK))
+    text = dict(facts(found, 5, coverage(found, pd.DataFrame()), PEAK))
     assert text["first success"].startswith("0.4000")
     assert text["stable from"].startswith("0.5000")
 
@@ -274,12 +274,18 @@ def test_exact_holes_in_the_facts_and_their_table() -> None:
         (1500, 1699, 200),
     ]
     walks = pd.DataFrame({"from_budget": [1000], "reached": [1999], "complete": [True]})
-    text = dict(facts(found, len(runs), coverage(walks), 10_000))
+    text = dict(facts(found, len(runs), coverage(found, walks), 10_000))
     assert text["exact holes"] == "2, 210 failing bytes; widest 200 B at 0.150000..0.169900"
+    # budgets 1000..1999 touch: one stretch, 1,000 of the useful range's 5,501 bytes
+    assert text["exact coverage"] == (
+        "0.1818 of 0.05..0.6 in 1 certified stretch; left: 0.0500..0.0999, 0.2000..0.6000; "
+        "1 walk(s), 1 complete"
+    )
     rows = exact_hole_rows(found.exact, 10_000)
     assert rows[1]["first_fail_id"] == "r1500"
     assert rows[1]["compare_href"] == "/compare?a=r1499&b=r1500"
     assert rows[1]["executions"] == 200
-    assert dict(facts(holes(walked(10, []), "DTR"), 10, coverage(walks), 100))["exact holes"] == (
+    found = holes(walked(10, []), "DTR")
+    assert dict(facts(found, 10, coverage(found, walks), 100))["exact holes"] == (
         "none in the walked budgets"
     )

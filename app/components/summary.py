@@ -10,6 +10,8 @@ from dash.dash_table.DataTable import DataTable
 
 from app.components.outcomes import fmt_bytes, fmt_ratio
 from app.landscape import Coverage, ExactHole, Holes, Region, Sample
+from engine.landscape.report import USEFUL_RANGE
+from engine.sim.simulate import budget_for
 
 HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("region", "#"),
@@ -39,17 +41,26 @@ def sample_text(sample: Sample | None) -> str:
     return f"{fmt_ratio(sample.ratio)} ({fmt_bytes(sample.budget)})"
 
 
+GAPS_SHOWN = 3  # the widest gaps a coverage line names
+
+
 def coverage_text(cov: Coverage, peak: int | None) -> str:
-    if not cov.walks:
-        return "no exact walks"
-    spans = ", ".join(
-        f"{lo / peak:.4f}..{hi / peak:.4f}" if peak else f"{lo:,}..{hi:,} B"
-        for lo, hi in cov.intervals
-    )
-    return (
-        f"{cov.bytes:,} bytes certified ({spans or 'none'}); "
-        f"{cov.walks} walk(s), {cov.complete} complete"
-    )
+    """The share of the useful range the stored intervals certify (as `holes --all` counts
+    it), in how many stretches, the widest gaps left in it, and the walks recorded."""
+    if not cov.stretches:
+        return "no exact walks" if not cov.walks else "nothing certified yet"
+    n = len(cov.stretches)
+    text = f"{n:,} certified stretch{'es' if n != 1 else ''}"
+    if peak:
+        a, b = (budget_for(r, peak) for r in USEFUL_RANGE)
+        gaps = cov.gaps(a, b)
+        widest = sorted(sorted(gaps, key=lambda g: g[0] - g[1])[:GAPS_SHOWN])
+        left = ", ".join(f"{lo / peak:.4f}..{hi / peak:.4f}" for lo, hi in widest)
+        more = f" and {len(gaps) - len(widest):,} more" if len(gaps) > len(widest) else ""
+        text = f"{cov.share(peak):.4f} of {USEFUL_RANGE[0]:g}..{USEFUL_RANGE[1]:g} in {text}" + (
+            f"; left: {left}{more}" if gaps else ""
+        )
+    return f"{text}; {cov.walks} walk(s), {cov.complete} complete"
 
 
 def width_text(region: Region) -> str:
@@ -71,7 +82,7 @@ def byte_text(budget: int, peak: int | None) -> str:
 def exact_holes_text(holes: Holes, cov: Coverage, peak: int | None) -> str:
     """How many holes the walked intervals prove, their failing bytes, the widest."""
     if not holes.exact:
-        return "none in the walked budgets" if cov.walks else "no exact walks"
+        return "none in the walked budgets" if cov.stretches or cov.walks else "no exact walks"
     widest = max(holes.exact, key=lambda h: h.width)
     span = ""
     if peak:

@@ -56,7 +56,8 @@ def strip_cards(policy: str) -> list[html.Section]:
 def card(name: str, source: str, policy: str) -> html.Section:
     runs = data.runs(name, policy)
     peak = data.peak(name, runs)
-    pairs = facts(holes(runs, policy), len(runs), coverage(data.walks(name, policy)), peak)
+    found = holes(runs, policy)
+    pairs = facts(found, len(runs), coverage(found, data.walks(name, policy)), peak)
     graph = dcc.Graph(
         id={"type": ids.HOME_STRIP, "trace": name},
         figure=outcome_strip(runs, uirevision=f"home-{name}", markers=OVERVIEW_MARKERS),

@@ -71,7 +71,7 @@ def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
     runs = data.runs(name, policy)
     peak = data.peak(name, runs)
     found = holes(runs, policy)
-    pairs = facts(found, len(runs), coverage(data.walks(name, policy)), peak)
+    pairs = facts(found, len(runs), coverage(found, data.walks(name, policy)), peak)
     strip = outcome_strip(runs, height=260, uirevision=f"trace-{name}")
     return {
         "strip": strip,

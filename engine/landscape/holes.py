@@ -38,6 +38,7 @@ from engine.landscape.intervals import (
     interval_from_row,
     interval_holes,
     missing,
+    stretches,
 )
 from engine.landscape.record_files import EXCLUDED_PREFIX
 from engine.sim.policies import make_policy
@@ -310,6 +311,8 @@ def landscape_holes(
         **report,
         "intervals": len(chosen.intervals),
         "conflicting_intervals": chosen.conflicting_intervals,
+        # the byte ranges the intervals classify: [lo, hi], hi None for no upper end
+        "certified": [[lo, hi] for lo, hi in stretches(chosen.intervals)],
         "interval_holes": interval_holes(chosen.intervals),
     }
 

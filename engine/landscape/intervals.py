@@ -92,13 +92,31 @@ def covering(intervals: Sequence[Interval], budget: int) -> int | None:
 def certified_bytes(intervals: Iterable[Interval], start: int, end: int) -> int:
     """Bytes of [start, end] that the (disjoint) intervals cover: a walk's first interval can
     begin below the asked start and its last can end above the asked end."""
+    return covered_bytes(((i.lo, i.hi) for i in intervals), start, end)
+
+
+def covered_bytes(spans: Iterable[tuple[int, int | None]], start: int, end: int) -> int:
+    """Bytes of [start, end] inside the (disjoint) spans [lo, hi] (hi None: no upper end)."""
     total = 0
-    for interval in intervals:
-        lo = max(interval.lo, start)
-        hi = end if interval.hi is None else min(interval.hi, end)
+    for span_lo, span_hi in spans:
+        lo = max(span_lo, start)
+        hi = end if span_hi is None else min(span_hi, end)
         if hi >= lo:
             total += hi - lo + 1
     return total
+
+
+def stretches(intervals: Iterable[Interval]) -> list[tuple[int, int | None]]:
+    """The certified byte ranges: maximal runs of touching intervals (sorted, disjoint), where
+    every byte's execution is known. The one definition the report, `holes` and the
+    dashboard share."""
+    out: list[tuple[int, int | None]] = []
+    for interval in intervals:
+        if out and out[-1][1] is not None and out[-1][1] + 1 == interval.lo:
+            out[-1] = (out[-1][0], interval.hi)
+        else:
+            out.append((interval.lo, interval.hi))
+    return out
 
 
 def touching_runs(intervals: Sequence[Interval]) -> list[tuple[int, int]]:

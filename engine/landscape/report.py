@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.intervals import (
     Interval,
+    covered_bytes,
     covering,
     distinct_intervals,
     failing,
     interval_from_row,
     interval_holes,
+    stretches,
 )
 from engine.sim.policies import make_policy
 from engine.sim.simulate import DEFAULT_CAP, budget_for
@@ -43,17 +45,6 @@ PUBLISHED: dict[str, list[tuple[float | None, float, float, float | None]]] = {
     "transformer": [],
     "treelstm": [],
 }
-
-
-def stretches(intervals: list[Interval]) -> list[tuple[int, int | None]]:
-    """Maximal runs of touching intervals (sorted, disjoint): the certified byte ranges."""
-    out: list[tuple[int, int | None]] = []
-    for interval in intervals:
-        if out and out[-1][1] is not None and out[-1][1] + 1 == interval.lo:
-            out[-1] = (out[-1][0], interval.hi)
-        else:
-            out.append((interval.lo, interval.hi))
-    return out
 
 
 def _stored(store: Store, policy: str, cap: float) -> dict[str, dict[str, Any]]:
@@ -211,7 +202,20 @@ def landscape_report(
     return {"policy": spec, "cap": cap, "traces": traces}
 
 
-def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 0.60) -> str:
+# The share of a trace's budgets the README table and the dashboard report as certified: the
+# useful range of exact landscapes (docs/DOMAIN.md), as ratios of the peak.
+USEFUL_RANGE = (0.05, 0.60)
+
+
+def useful_share(certified: list[tuple[int, int | None]], peak: int) -> float:
+    """The share of USEFUL_RANGE x peak that the certified stretches cover."""
+    a, b = (budget_for(r, peak) for r in USEFUL_RANGE)
+    return covered_bytes(certified, a, b) / (b - a + 1)
+
+
+def markdown_table(
+    report: dict[str, Any], *, start: float = USEFUL_RANGE[0], end: float = USEFUL_RANGE[1]
+) -> str:
     """The README's table: per trace, executions, certified share of [start, end] and holes."""
     lines = [
         f"| trace | executions | certified {start:g}-{end:g} | holes | failing bytes in holes "
@@ -221,13 +225,7 @@ def markdown_table(report: dict[str, Any], *, start: float = 0.05, end: float = 
     for t in report["traces"]:
         peak = t["peak"]
         a, b = budget_for(start, peak), budget_for(end, peak)
-        done = 0
-        for c in t["certified"]:
-            lo, hi = (
-                max(c["from_budget"], a),
-                b if c["to_budget"] is None else min(c["to_budget"], b),
-            )
-            done += max(0, hi - lo + 1)
+        done = covered_bytes(((c["from_budget"], c["to_budget"]) for c in t["certified"]), a, b)
         holes = [h for h in t["holes"] if h["last_fail_byte"] >= a and h["first_fail_byte"] <= b]
         widest = max(holes, key=lambda h: h["width"], default=None)
         widest_text = (
