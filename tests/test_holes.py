@@ -411,3 +411,62 @@ def test_same_settings_sql_and_comparable_choose_the_same_rows(tmp_path: Path) -
     rows = store.query("SELECT * FROM runs").to_dict("records")
     assert sorted(by_sql["run_id"]) == sorted(r["run_id"] for r in rows if comparable(r, "DTR", 60))
     assert sorted(by_sql["run_id"]) == ["r0", "r5", "r7"]
+
+
+# -- select over a DataFrame (column-wise) equals select over its rows ------------------------
+def _random_runs(seed: int, n: int = 300) -> list[dict]:
+    import random
+
+    import pandas as pd
+
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        dated = rng.random() < 0.8
+        lo = rng.randrange(0, 2_000) if rng.random() < 0.9 else None
+        rows.append(
+            {
+                # dated runs always have an id (the store's do); undated ones may not
+                "run_id": f"r{rng.randrange(n // 2)}" if dated or rng.random() < 0.7 else None,
+                "trace_sha256": rng.choice(["sha-a", "sha-a", "sha-b", None]),
+                "policy": rng.choice(["DTR", "DTR", "DTR", "MSPS"]),
+                "cap": rng.choice([60.0, 60.0, 10.0, float("nan")]),
+                "retained": rng.choice(["", "", None, "3131"]),
+                "stage": rng.choice([None, "walk", "sweep", "excluded:by hand"]),
+                # few distinct times: ties, broken by run id, then by row order
+                "started_at": pd.Timestamp("2026-01-01") + pd.Timedelta(seconds=rng.randrange(40))
+                if dated
+                else pd.NaT,
+                "ratio": rng.choice([None, round(rng.random(), 3)]),
+                "budget": rng.choice([None, rng.randrange(10**6)]),
+                "status": rng.choice(["ok", "ok", "oom", "thrashed", "timeout", "recursion"]),
+                "overhead": rng.choice([None, 1.0 + rng.random()]),
+                "same_lo": lo,
+                "same_hi": None if lo is None or rng.random() < 0.1 else lo + rng.randrange(50),
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
+    import pandas as pd
+
+    from engine.landscape.holes import TraceVersionsError, select
+
+    frame = pd.DataFrame(_random_runs(seed))
+    rows = frame.to_dict("records")  # the row-wise code, on the values the frame holds
+    compared = 0
+    for policy, cap in (("DTR", 60.0), ("DTR", 10.0), ("MSPS", 60.0)):
+        for kwargs in ({"newest_version": True}, {"trace_sha256": "sha-b"}, {}):
+            try:
+                by_rows = select(rows, policy=policy, cap=cap, **kwargs)  # type: ignore[arg-type]
+            except TraceVersionsError as exc:
+                with pytest.raises(TraceVersionsError) as raised:
+                    select(frame, policy=policy, cap=cap, **kwargs)  # type: ignore[arg-type]
+                assert raised.value.versions == exc.versions
+                continue
+            by_columns = select(frame, policy=policy, cap=cap, **kwargs)  # type: ignore[arg-type]
+            assert by_columns == by_rows
+            compared += bool(by_rows.intervals and by_rows.samples)
+    assert compared >= 3  # cases that select something (others raise TraceVersionsError)

@@ -246,6 +246,8 @@ def select(
     stored runs (the store's `runs` columns; other policies, caps and what-ifs are skipped).
     Several trace versions need `trace_sha256`, or `newest_version` (the version of the most
     recently started run), else TraceVersionsError."""
+    if getattr(rows, "columns", None) is not None:  # a DataFrame
+        return _select_frame(rows, policy, cap, trace_sha256, newest_version)  # type: ignore[arg-type]
     ordered = sorted((r for r in _records(rows) if comparable(r, policy, cap)), key=age_key)
     versions = list(
         dict.fromkeys(
@@ -281,6 +283,95 @@ def select(
         without_version=sum(1 for r in ordered if missing(r.get("trace_sha256")))
         if chosen is not None
         else 0,
+    )
+
+
+def _select_frame(
+    frame: pd.DataFrame,
+    policy: str,
+    cap: float,
+    trace_sha256: str | None,
+    newest_version: bool,
+) -> Selection:
+    """`select` over a DataFrame, column-wise: the same Selection as the row-wise code above
+    (tests/test_holes.py holds them equal on random frames), in a third of the time. A walked
+    landscape is 100,000s of runs: InceptionV4's 224,351 took 6.3 s row by row, and each
+    dashboard card of a changed store pays it."""
+    import pandas as pd  # (a DataFrame was given: pandas is loaded)
+
+    n = len(frame)
+
+    def column(name: str) -> pd.Series:
+        if name in frame:
+            return frame[name].reset_index(drop=True)
+        return pd.Series([None] * n, dtype=object)
+
+    cap_values = pd.to_numeric(column("cap"), errors="coerce")
+    retained, stage = column("retained"), column("stage")
+    keep = (
+        (column("policy") == policy)
+        & cap_values.notna()
+        & (cap_values == float(cap))
+        & (retained.isna() | (retained.astype(str) == ""))
+        & ~(stage.notna() & stage.astype(str).str.startswith(EXCLUDED_PREFIX))
+    )
+    started, run_ids = column("started_at"), column("run_id")
+    order = pd.DataFrame(
+        {
+            "dated": started.notna().astype(int),
+            "started": started.where(started.notna(), None),
+            "run_id": run_ids.where(run_ids.notna(), "").astype(str),
+        }
+    )[keep.to_numpy()]
+    if len(order):
+        # undated first, by run id; then by start, then run id (age_key); ties keep row order
+        order = order.sort_values(["dated", "started", "run_id"], kind="stable")
+    index = order.index.to_numpy()
+    sha = column("trace_sha256").iloc[index]
+    known = sha.notna()
+    versions = list(dict.fromkeys(sha[known].astype(str).iloc[::-1]))
+    chosen = trace_sha256
+    if chosen is None and versions:
+        if len(versions) > 1 and not newest_version:
+            raise TraceVersionsError(versions)
+        chosen = versions[0]
+    if chosen is not None:
+        index = index[(known & (sha.astype(str) == chosen)).to_numpy()]
+
+    def values(name: str) -> list[Any]:
+        return column(name).iloc[index].tolist()
+
+    ratio, budget, status, run_id = (
+        values("ratio"),
+        values("budget"),
+        values("status"),
+        values("run_id"),
+    )
+    samples = [
+        Sample(float(r), int(b), str(s), _text(i))
+        for r, b, s, i in zip(ratio, budget, status, run_id, strict=True)
+        if not missing(r) and not missing(b)
+    ]
+    lo, hi, overhead = values("same_lo"), values("same_hi"), values("overhead")
+    intervals, conflicts = distinct_intervals(
+        Interval(
+            lo=int(a),
+            hi=None if missing(z) else int(z),
+            status=str(s),
+            overhead=None if missing(o) else float(o),
+            run_id=i,
+        )
+        for a, z, s, o, i in zip(lo, hi, status, overhead, run_id, strict=True)
+        if s in RESOLVED and not missing(a)
+    )
+    return Selection(
+        trace_sha256=chosen,
+        versions=versions,
+        runs=len(index),
+        samples=samples,
+        intervals=intervals,
+        conflicting_intervals=conflicts,
+        without_version=int((~known).sum()) if chosen is not None else 0,
     )
 
 
