@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from engine.landscape.holes import age_key, comparable, landscape_holes, missing
-from engine.landscape.report import useful_share
+from engine.landscape.report import budget_range, certified_share
 from engine.sim.simulate import DEFAULT_CAP
 
 
@@ -163,7 +163,11 @@ class Coverage:
 
     def share(self, peak: int) -> float:
         """Of the useful range (report.USEFUL_RANGE x peak), the share certified."""
-        return useful_share(self.stretches, peak)
+        return certified_share(self.stretches, peak)
+
+    def useful_gaps(self, peak: int) -> list[tuple[int, int]]:
+        """The gaps of the useful range (report.USEFUL_RANGE x peak)."""
+        return self.gaps(*budget_range(peak))
 
     def gaps(self, start: int, end: int) -> list[tuple[int, int]]:
         """The byte ranges of [start, end] no stretch certifies, in budget order."""

@@ -11,7 +11,6 @@ from dash.dash_table.DataTable import DataTable
 from app.components.outcomes import fmt_bytes, fmt_ratio
 from app.landscape import Coverage, ExactHole, Holes, Region, Sample
 from engine.landscape.report import USEFUL_RANGE
-from engine.sim.simulate import budget_for
 
 HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("region", "#"),
@@ -52,8 +51,7 @@ def coverage_text(cov: Coverage, peak: int | None) -> str:
     n = len(cov.stretches)
     text = f"{n:,} certified stretch{'es' if n != 1 else ''}"
     if peak:
-        a, b = (budget_for(r, peak) for r in USEFUL_RANGE)
-        gaps = cov.gaps(a, b)
+        gaps = cov.useful_gaps(peak)
         widest = sorted(sorted(gaps, key=lambda g: g[0] - g[1])[:GAPS_SHOWN])
         left = ", ".join(f"{lo / peak:.4f}..{hi / peak:.4f}" for lo, hi in widest)
         more = f" and {len(gaps) - len(widest):,} more" if len(gaps) > len(widest) else ""

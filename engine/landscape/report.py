@@ -11,6 +11,7 @@ its interval and the run that proves it, so a disagreement names the run to open
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.landscape.holes import SAME_SETTINGS
@@ -207,9 +208,21 @@ def landscape_report(
 USEFUL_RANGE = (0.05, 0.60)
 
 
-def useful_share(certified: list[tuple[int, int | None]], peak: int) -> float:
-    """The share of USEFUL_RANGE x peak that the certified stretches cover."""
-    a, b = (budget_for(r, peak) for r in USEFUL_RANGE)
+def budget_range(
+    peak: int, start: float = USEFUL_RANGE[0], end: float = USEFUL_RANGE[1]
+) -> tuple[int, int]:
+    """The budgets [a, b] of the ratios [start, end] of `peak` (by default the useful range)."""
+    return budget_for(start, peak), budget_for(end, peak)
+
+
+def certified_share(
+    certified: Iterable[tuple[int, int | None]],
+    peak: int,
+    start: float = USEFUL_RANGE[0],
+    end: float = USEFUL_RANGE[1],
+) -> float:
+    """The share of the budgets [start, end] x peak that the certified stretches cover."""
+    a, b = budget_range(peak, start, end)
     return covered_bytes(certified, a, b) / (b - a + 1)
 
 
@@ -224,8 +237,10 @@ def markdown_table(
     ]
     for t in report["traces"]:
         peak = t["peak"]
-        a, b = budget_for(start, peak), budget_for(end, peak)
-        done = covered_bytes(((c["from_budget"], c["to_budget"]) for c in t["certified"]), a, b)
+        a, b = budget_range(peak, start, end)
+        share = certified_share(
+            ((c["from_budget"], c["to_budget"]) for c in t["certified"]), peak, start, end
+        )
         holes = [h for h in t["holes"] if h["last_fail_byte"] >= a and h["first_fail_byte"] <= b]
         widest = max(holes, key=lambda h: h["width"], default=None)
         widest_text = (
@@ -247,7 +262,7 @@ def markdown_table(
                 f"{_count(len(published['holes_not_in_paper']), 'more exact hole')}"
             )
         lines.append(
-            f"| {t['trace']} | {t['executions']:,} | {done / (b - a + 1):.4f} | {len(holes):,} "
+            f"| {t['trace']} | {t['executions']:,} | {share:.4f} | {len(holes):,} "
             f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} "
             f"| {_duration(t.get('run_seconds', 0.0))} |"
         )
