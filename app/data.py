@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,15 @@ def policies() -> list[str]:
     return names + extra
 
 
-def runs(trace: str | None = None, policy: str | None = None) -> pd.DataFrame:
-    """Runs with `x` = budget / peak; an empty frame when the store cannot be read."""
+def runs(
+    trace: str | None = None, policy: str | None = None, columns: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Runs with `x` = budget / peak (`columns`: only those, and peak); an empty frame when
+    the store cannot be read."""
+    if columns is not None and "peak" not in columns:
+        columns = [*columns, "peak"]
     try:
-        return with_x(store().runs(trace, policy))
+        return with_x(store().runs(trace, policy, columns))
     except StoreError:
         return with_x(pd.DataFrame(columns=["run_id", "budget", "peak", "status"]))
 

@@ -15,7 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from engine.landscape.holes import age_key, comparable, landscape_holes, missing
+from engine.landscape.holes import (
+    SELECTED_COLUMNS,
+    age_key,
+    comparable,
+    landscape_holes,
+    missing,
+)
 from engine.landscape.report import budget_range, certified_share
 from engine.sim.simulate import DEFAULT_CAP
 
@@ -110,6 +116,10 @@ def _region(region: dict[str, Any]) -> Region:
         complete=bool(exact["complete"]),
         ok_bytes_inside=int(exact["ok_bytes_inside"]),
     )
+
+
+# the stored columns `holes` reads (a frame of only these gives the same report)
+HOLES_COLUMNS = SELECTED_COLUMNS
 
 
 def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:

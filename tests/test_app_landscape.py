@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app.landscape import coverage, holes, neighbours, with_x
+from app.components.strip import STRIP_COLUMNS, outcome_strip
+from app.landscape import HOLES_COLUMNS, coverage, holes, neighbours, with_x
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
 from tests.helpers import cli
@@ -249,3 +250,26 @@ def test_the_run_page_reads_only_the_neighbouring_budgets(
         assert [r and r["run_id"] for r in beside] == [r and r["run_id"] for r in whole]
         checked += whole[0] is not None and whole[1] is not None
     assert checked > 20
+
+
+def test_a_card_from_its_columns_is_the_card_from_every_column(tmp_path: Path) -> None:
+    """The overview reads only the columns its cards use (HOLES_COLUMNS, STRIP_COLUMNS):
+    the holes and the strip come out the same as from every column, on rows of every kind
+    (other caps, a timeout, a what-if, an excluded row, runs given in bytes, exact edges)."""
+    db = tmp_path / "landscape.duckdb"
+    _seed_mixed(db)
+    done = cli("edges", "synthetic-mlp", "--db", str(db), "--json", env=ENV)
+    assert done.returncode == 0, done.stderr
+    walk = ("landscape", "synthetic-mlp", "--from", "0.403", "--to", "0.406", "--db", str(db))
+    done = cli(*walk, env=ENV)
+    assert done.returncode == 0, done.stderr
+    store = Store.open(db)
+    columns = list(dict.fromkeys([*HOLES_COLUMNS, *STRIP_COLUMNS]))
+    full = with_x(store.runs("synthetic-mlp", "DTR"))
+    some = with_x(store.runs("synthetic-mlp", "DTR", columns))
+    assert len(some.columns) < len(full.columns) - 20 and len(some) == len(full)
+    assert holes(some, "DTR") == holes(full, "DTR")
+    assert holes(some, "DTR").exact  # the walk gave exact holes to compare
+    for markers in (1000, 5):  # every marker, and thinned
+        figure = outcome_strip(some, markers=markers).to_json()
+        assert figure == outcome_strip(full, markers=markers).to_json()

@@ -414,7 +414,7 @@ def test_same_settings_sql_and_comparable_choose_the_same_rows(tmp_path: Path) -
 
 
 # -- select over a DataFrame (column-wise) equals select over its rows ------------------------
-def _random_runs(seed: int, n: int = 300) -> list[dict]:
+def _random_runs(seed: int, n: int = 300, walked: bool = False) -> list[dict]:
     import random
 
     import pandas as pd
@@ -424,6 +424,10 @@ def _random_runs(seed: int, n: int = 300) -> list[dict]:
     for _ in range(n):
         dated = rng.random() < 0.8
         lo = rng.randrange(0, 2_000) if rng.random() < 0.9 else None
+        hi = None if lo is None or rng.random() < 0.1 else lo + rng.randrange(50)
+        if walked and lo is not None:  # a walk's executions: disjoint, repeats share theirs
+            slot = lo % 20
+            lo, hi = 100 * slot, None if slot == 19 else 100 * slot + 60 + slot % 7
         rows.append(
             {
                 # dated runs always have an id (the store's do); undated ones may not
@@ -442,7 +446,7 @@ def _random_runs(seed: int, n: int = 300) -> list[dict]:
                 "status": rng.choice(["ok", "ok", "oom", "thrashed", "timeout", "recursion"]),
                 "overhead": rng.choice([None, 1.0 + rng.random()]),
                 "same_lo": lo,
-                "same_hi": None if lo is None or rng.random() < 0.1 else lo + rng.randrange(50),
+                "same_hi": hi,
             }
         )
     return rows
@@ -454,9 +458,10 @@ def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
 
     from engine.landscape.holes import TraceVersionsError, select
 
-    frame = pd.DataFrame(_random_runs(seed))
+    # odd seeds: a walked landscape's disjoint intervals; even ones overlap (conflicts)
+    frame = pd.DataFrame(_random_runs(seed, walked=seed % 2 == 1))
     rows = frame.to_dict("records")  # the row-wise code, on the values the frame holds
-    compared = 0
+    compared = conflicts = 0
     for policy, cap in (("DTR", 60.0), ("DTR", 10.0), ("MSPS", 60.0)):
         for kwargs in ({"newest_version": True}, {"trace_sha256": "sha-b"}, {}):
             try:
@@ -469,4 +474,6 @@ def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
             by_columns = select(frame, policy=policy, cap=cap, **kwargs)  # type: ignore[arg-type]
             assert by_columns == by_rows
             compared += bool(by_rows.intervals and by_rows.samples)
+            conflicts += by_rows.conflicting_intervals
     assert compared >= 3  # cases that select something (others raise TraceVersionsError)
+    assert (conflicts == 0) == (seed % 2 == 1)  # both ways of `_frame_intervals` are taken

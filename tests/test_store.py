@@ -199,6 +199,30 @@ def test_newest_part_wins_before_and_after_compaction(tmp_path: Path) -> None:
     assert store.query("SELECT reached FROM walks")["reached"].tolist() == [40]
 
 
+def test_a_part_replaces_the_snapshot_row_under_a_filter(tmp_path: Path) -> None:
+    # The views rank only the parts and keep the snapshot's rows no part replaces: a
+    # filtered, projected read sees each run once, in its newest form.
+    store = Store.open(tmp_path / "landscape.duckdb")
+    ids = store.add_runs(_records(4), source="engine")
+    store.compact()
+    first = store.runs().to_dict("records")[0]
+    store.add_rows("runs", [{**first, "status": "oom"}])
+    store.add_rows("runs", [{**first, "status": "thrashed"}])
+    frame = store.query(
+        "SELECT run_id, status FROM runs WHERE trace = ? AND status <> 'x' ORDER BY run_id",
+        [first["trace"]],
+    )
+    assert sorted(frame["run_id"]) == sorted(ids)
+    assert dict(zip(frame["run_id"], frame["status"], strict=True))[first["run_id"]] == "thrashed"
+    assert store.stats()["runs"] == 4
+    store.compact()  # the snapshot alone, then the parts alone (a fresh store)
+    assert store.run(first["run_id"])["status"] == "thrashed"  # type: ignore[index]
+    fresh = Store.open(tmp_path / "parts-only.duckdb")
+    fresh.add_rows("runs", [{**first, "status": "oom"}])
+    fresh.add_rows("runs", [{**first, "status": "ok"}])
+    assert fresh.query("SELECT status FROM runs")["status"].tolist() == ["ok"]
+
+
 def test_compaction_removes_only_abandoned_temporaries(tmp_path: Path) -> None:
     import os
 

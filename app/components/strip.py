@@ -39,6 +39,8 @@ def _hover(row: dict) -> str:
 
 
 HOVER_COLUMNS = ("status", "x", "budget", "overhead", "same_lo", "same_hi", "source")
+# the stored columns outcome_strip reads (x is budget / peak, app/landscape.py `with_x`)
+STRIP_COLUMNS = ("run_id", "budget", "peak", "status", "overhead", "same_lo", "same_hi", "source")
 
 
 def _hovers(part: pd.DataFrame) -> list[str]:

