@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from app.components.charts import CHART_COLUMNS, DEPTH_COLUMNS, overhead_curve, pinned_vs_depth
 from app.components.strip import STRIP_COLUMNS, outcome_strip
 from app.landscape import HOLES_COLUMNS, coverage, holes, neighbours, with_x
 from engine.landscape.store import Store
@@ -253,9 +254,10 @@ def test_the_run_page_reads_only_the_neighbouring_budgets(
 
 
 def test_a_card_from_its_columns_is_the_card_from_every_column(tmp_path: Path) -> None:
-    """The overview reads only the columns its cards use (HOLES_COLUMNS, STRIP_COLUMNS):
-    the holes and the strip come out the same as from every column, on rows of every kind
-    (other caps, a timeout, a what-if, an excluded row, runs given in bytes, exact edges)."""
+    """The overview reads only the columns its cards use (HOLES_COLUMNS, STRIP_COLUMNS), the
+    trace page those and CHART_COLUMNS: the holes, the strip and the charts come out the
+    same as from every column, on rows of every kind (other caps, a timeout, a what-if, an
+    excluded row, runs given in bytes, exact edges and a walk)."""
     db = tmp_path / "landscape.duckdb"
     _seed_mixed(db)
     done = cli("edges", "synthetic-mlp", "--db", str(db), "--json", env=ENV)
@@ -273,3 +275,9 @@ def test_a_card_from_its_columns_is_the_card_from_every_column(tmp_path: Path) -
     for markers in (1000, 5):  # every marker, and thinned
         figure = outcome_strip(some, markers=markers).to_json()
         assert figure == outcome_strip(full, markers=markers).to_json()
+    # the trace page's views read the charts' columns too
+    some = with_x(store.runs("synthetic-mlp", "DTR", [*columns, *CHART_COLUMNS]))
+    for depth in DEPTH_COLUMNS:
+        assert pinned_vs_depth(some, depth).to_json() == pinned_vs_depth(full, depth).to_json()
+    assert overhead_curve(some).to_json() == overhead_curve(full).to_json()
+    assert len(overhead_curve(full).data[0].x) > 10  # completing runs drawn

@@ -22,6 +22,17 @@ DEPTH_COLUMNS = {
     "depth_at_peak_pinned": "depth at peak pinned",
     "max_nesting_depth": "max nesting depth",
 }
+# the stored columns pinned_vs_depth and overhead_curve read (x is budget / peak)
+CHART_COLUMNS = (
+    "run_id",
+    "budget",
+    "peak",
+    "status",
+    "source",
+    "overhead",
+    "peak_pinned",
+    *DEPTH_COLUMNS,
+)
 
 
 def _layout(fig: go.Figure, *, x_title: str, y_title: str, uirevision: str, height: int) -> None:
