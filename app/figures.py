@@ -194,6 +194,24 @@ def render(
 
 
 async def _render_all(items: Sequence[tuple[go.Figure, str]], timeout_s: float) -> list[bytes]:
+    from kaleido.errors import JavascriptError
+
+    try:
+        return await _render_in_one_browser(items, timeout_s)
+    except JavascriptError as exc:
+        # kaleido 1.5 calls its page's script in the first JavaScript context Chromium
+        # reports after it navigates its tab there (kaleido/_kaleido_tab/_tab.py); on a
+        # loaded machine that can be a context without the page's scripts, and every figure
+        # then fails with "kaleido_scopes is not defined" (a CI run beside a walk on both
+        # cores saw it once). A fresh browser navigates afresh.
+        if "kaleido_scopes is not defined" not in str(exc):
+            raise
+        return await _render_in_one_browser(items, timeout_s)
+
+
+async def _render_in_one_browser(
+    items: Sequence[tuple[go.Figure, str]], timeout_s: float
+) -> list[bytes]:
     import kaleido
     from kaleido.errors import ChromeNotFoundError
 
