@@ -14,6 +14,8 @@ HOME_INTERVAL = "home-interval"
 HOME_FINGERPRINT = "home-fingerprint"
 HOME_LOCATION = "home-location"
 HOME_STRIP = "home-strip"  # pattern: {"type": HOME_STRIP, "trace": name}
+HOME_CARD = "home-card"  # pattern: a card built after the page, in a request of its own
+HOME_CARD_REQUEST = "home-card-request"  # pattern: what that request builds
 
 # Trace page (/trace/<name>)
 TRACE_NAME = "trace-name"

@@ -57,6 +57,20 @@ class ViewCache:
                 self._built.popitem(last=False)
         return view
 
+    def ready(self, subject: Hashable, fingerprint: str, *, recent: bool = False) -> Any:
+        """The view `get` would return now without building one, else None."""
+        with self._lock:
+            view = self._built.get((subject, fingerprint))
+            newest = self._built.get(self._latest.get(subject))
+        if view is not None:
+            return view
+        return newest if recent and newest is not None and self.too_soon(subject) else None
+
+    def newest(self, subject: Hashable) -> Any:
+        """The subject's most recently built view, whatever its fingerprint, else None."""
+        with self._lock:
+            return self._built.get(self._latest.get(subject))
+
     def too_soon(self, subject: Hashable) -> bool:
         """Whether a rebuild of `subject` now would come sooner than SPACING times its last
         build's duration after it (then a polling page waits for a later tick)."""

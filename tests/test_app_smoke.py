@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from app.jobs import JobStore
 from app.server import create_app
@@ -106,3 +107,51 @@ def test_launching_needs_a_trace_of_the_engines_catalog(
     shown = json.dumps(submit(form).to_plotly_json(), default=str)
     assert "not in the engine's catalog" in shown and "nothing was launched" in shown
     assert JobStore.beside(seeded[0]).count() == 0
+
+
+def _fill_card(client: FlaskClient, trace: str, policy: str) -> TestResponse:
+    """The deferred card's own request, as the browser sends it for the pattern ids."""
+    card = {"trace": trace, "type": "home-card"}
+    request = {"trace": trace, "type": "home-card-request"}
+    payload = {
+        "output": '{"trace":["MATCH"],"type":"home-card"}.children',
+        "outputs": {"id": card, "property": "children"},
+        "inputs": [
+            {"id": request, "property": "data", "value": {"trace": trace, "policy": policy}}
+        ],
+        "changedPropIds": [],
+        "state": [],
+    }
+    return client.post("/_dash-update-component", json=payload)
+
+
+def test_a_card_of_many_runs_comes_after_the_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past DTR_LANDSCAPE_DEFER_CARDS_ABOVE runs a card not built yet is a place on the page
+    # that its own request fills; the page itself reads no run.
+    db = tmp_path / "landscape.duckdb"
+    records = [run_point("synthetic-mlp", ratio=0.36 + 0.005 * i) for i in range(13)]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
+    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
+    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "12")
+    client = create_app().server.test_client()
+    content = render_page(client, "/")
+    assert "Reading its 13 runs under DTR" in content and '"home-card-request"' in content
+    assert '"home-strip"' not in content and "first success" not in content
+    response = _fill_card(client, "synthetic-mlp", "DTR")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    filled = json.dumps(response.get_json()["response"])
+    assert '"type": "home-strip"' in filled and "first success" in filled
+    # built once, the card is on the page itself the next time
+    content = render_page(client, "/")
+    assert '"type": "home-strip"' in content and "Reading its" not in content
+    # the request names a trace and a policy the dashboard knows, or nothing is built
+    for trace, policy in (("no-such-trace", "DTR"), ("synthetic-mlp", "NoSuchPolicy")):
+        assert _fill_card(client, trace, policy).status_code == 204  # PreventUpdate
+    # up to the limit a card is built with the page, as before
+    Store.open(db).add_runs([run_point("synthetic-mlp", ratio=0.6)], source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "14")
+    content = render_page(client, "/")
+    assert '"type": "home-strip"' in content and "Reading its" not in content

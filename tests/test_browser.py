@@ -112,7 +112,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = folder / "landscape.duckdb"
     _seed(db)
     (folder / "no-dtr-traces").mkdir()
-    with serving(folder, db, folder / "no-dtr-traces") as base:
+    # every overview card comes in a request of its own after the page (deferred_card),
+    # as a walked landscape's cards do; tests/test_app_smoke.py has both ways
+    with serving(folder, db, folder / "no-dtr-traces", DTR_LANDSCAPE_DEFER_CARDS_ABOVE="0") as base:
         yield base, db
 
 
@@ -213,6 +215,7 @@ def test_overview_shows_a_strip_per_trace(page, server) -> None:  # type: ignore
     page.goto(base + "/")
     for trace in (TRACE, IMPORTED_TRACE):
         expect(page.locator(f"#card-{trace} .js-plotly-plot")).to_be_visible()
+    expect(page.locator(".card.pending")).to_have_count(0)  # every deferred card came
     assert points(page, f"#card-{IMPORTED_TRACE}") == 9
     expect(page.locator(f"#card-{TRACE}")).to_contain_text("first success")
     shot(page, "overview")

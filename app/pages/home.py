@@ -1,16 +1,19 @@
 """Overview (/): one outcome strip per trace under the chosen policy, with its holes.
 
 Clicking a point opens its run. An Interval re-reads the store every few seconds and
-redraws only when runs were added (the fingerprint changed).
+redraws only when runs were added (the fingerprint changed). A card of many runs (a walked
+landscape) that is not built yet comes in a request of its own after the page: the page
+shows at once, with the trace's previous card or a line saying its runs are being read.
 """
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
 import dash
-from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+from dash import ALL, MATCH, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from app import data, ids
@@ -30,30 +33,87 @@ OVERVIEW_MARKERS = 1000  # per strip: a page of eight strips stays a few hundred
 # what a card reads: its holes' and its strip's columns (InceptionV4's 224,351 walked runs:
 # 3.0 s for every column, 0.5 s for these)
 CARD_COLUMNS = tuple(dict.fromkeys([*HOLES_COLUMNS, *STRIP_COLUMNS]))
+# Cards of more runs than this are built after the page (DTR_LANDSCAPE_DEFER_CARDS_ABOVE):
+# over the walks' store the overview waited for InceptionV4's 224,351 runs (about 4 s),
+# Unrolled GAN's 154,793, Transformer's and DenseNet-121's before it showed anything.
+DEFER_ENV = "DTR_LANDSCAPE_DEFER_CARDS_ABOVE"
+DEFAULT_DEFER_ABOVE = 20_000
 DTR_TRACES_HINT = (
     "The DTR traces are not available: set DTR_LANDSCAPE_TRACES to the folder of the DTR "
     "logs (simrd/logs.zip of uwsampl/dtr-prototype)."
 )
 
 
-def strip_cards(policy: str) -> list[html.Section]:
+def defer_above() -> int:
+    """How many runs a card may have and still be built with the page (DEFER_ENV)."""
+    try:
+        value = int(os.environ.get(DEFER_ENV) or DEFAULT_DEFER_ABOVE)
+    except ValueError:
+        return DEFAULT_DEFER_ABOVE
+    return max(0, value)
+
+
+def strip_cards(policy: str) -> list[Any]:
     """A card per trace with runs under `policy` (facts and outcome strip), then one line
     naming the traces without any. Each card is built from its own trace's runs, and kept
-    until they change (app/view_cache.py)."""
+    until they change (app/view_cache.py); one of more than `defer_above()` runs not built
+    yet is a `deferred_card`."""
     counts = data.run_counts(policy)
     walks = data.walk_count()
-    cards, empty = [], []
+    limit = defer_above()
+    cards: list[Any] = []
+    empty = []
     for name, source in data.known_traces().items():
         if not counts.get(name):
             empty.append(name)
             continue
         fingerprint = data.trace_fingerprint(name, policy, counts[name], walks)
+        subject = (name, policy)
+        if counts[name] > limit:
+            view = CARDS.ready(subject, fingerprint, recent=True)
+            cards.append(view if view is not None else deferred_card(name, policy, counts[name]))
+            continue
         cards.append(
-            CARDS.get((name, policy), fingerprint, partial(card, name, source, policy), recent=True)
+            CARDS.get(subject, fingerprint, partial(card, name, source, policy), recent=True)
         )
     if empty:
         cards.append(traces_without_runs(empty, policy))
     return cards
+
+
+def deferred_card(name: str, policy: str, runs: int) -> html.Div:
+    """A place for the trace's card, filled by `fill_card` in a request of its own: until then
+    the trace's previous card if this worker built one, else a line saying what is read."""
+    shown = CARDS.newest((name, policy))
+    if shown is None:
+        reading = html.P(f"Reading its {runs:,} runs under {policy}...", className="note")
+        shown = html.Section([html.H2(name), reading], className="card pending", id=f"card-{name}")
+    return html.Div(
+        [
+            html.Div(shown, id={"type": ids.HOME_CARD, "trace": name}),
+            dcc.Store(
+                id={"type": ids.HOME_CARD_REQUEST, "trace": name},
+                data={"trace": name, "policy": policy},
+            ),
+        ]
+    )
+
+
+@callback(
+    Output({"type": ids.HOME_CARD, "trace": MATCH}, "children"),
+    Input({"type": ids.HOME_CARD_REQUEST, "trace": MATCH}, "data"),
+)
+def fill_card(request: dict | None) -> Any:
+    """The deferred card, built (or taken from the cache) at the store's state now."""
+    name, policy = (request or {}).get("trace"), (request or {}).get("policy")
+    if not isinstance(name, str) or not isinstance(policy, str):
+        raise PreventUpdate
+    source = data.known_traces().get(name)
+    if source is None or policy not in data.policies():
+        raise PreventUpdate
+    counts = data.run_counts(policy)
+    fingerprint = data.trace_fingerprint(name, policy, counts.get(name, 0), data.walk_count())
+    return CARDS.get((name, policy), fingerprint, partial(card, name, source, policy), recent=True)
 
 
 def card(name: str, source: str, policy: str) -> html.Section:
