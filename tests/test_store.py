@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import queue
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -305,3 +307,51 @@ def test_a_wrong_value_is_refused_by_column_and_row(
     with pytest.raises(StoreError, match=message):
         store.add_rows("walks", [good, {**good, "walk_id": "w1", column: value}])
     assert store.stats()["walks"] == 0 and not list(store.parts_dir.iterdir())
+
+
+def _count(store: Store) -> int:
+    return int(store.rows("SELECT count(*) AS n FROM runs")[0]["n"])
+
+
+def _count_in_child(path: str, out: Any) -> None:
+    out.put(_count(Store.open(path)))
+
+
+def test_a_reading_connection_is_kept_until_the_store_changes(tmp_path: Path) -> None:
+    path = tmp_path / "landscape.duckdb"
+    store = Store.open(path)
+    store.add_runs(_records(3), source="engine")
+    with store.connect() as first:
+        pass
+    with Store.open(path).connect() as again:  # another Store of the same file: the same
+        assert again is first
+    assert _count(store) == 3
+    store.add_runs([{**_records(4)[3]}], source="engine")  # a part published: new views
+    with store.connect() as after_publish:
+        assert after_publish is not first
+    assert _count(store) == 4
+    store.compact()  # a new snapshot, the parts gone
+    with store.connect() as after_compaction:
+        assert after_compaction is not after_publish
+        assert _count(store) == 4  # a read inside a read has a connection of its own
+    assert store.stats() == {"runs": 4, "traces": 0, "walks": 0, "sweeps": 0, "parts": 0}
+    with pytest.raises(duckdb.Error):
+        store.rows("SELECT no_such_column FROM runs")
+    with store.connect() as after_error:  # a failed read leaves no connection behind
+        assert after_error is not after_compaction
+    assert _count(store) == 4
+    # another thread has its own connection; a child process forked while this one holds
+    # its connection opens its own and reads the same
+    seen: list[int] = []
+    thread = threading.Thread(target=lambda: seen.append(_count(Store.open(path))))
+    thread.start()
+    thread.join()
+    assert seen == [4]
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    child = context.Process(target=_count_in_child, args=(str(path), out))
+    child.start()
+    assert out.get(timeout=120) == 4
+    child.join(timeout=120)
+    assert child.exitcode == 0
+    assert _count(store) == 4

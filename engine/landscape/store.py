@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import socket
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,7 @@ from engine.landscape.schema import (
     flatten,
     unflatten,
 )
+from engine.landscape.store_views import live_rows, newest_per_key, quoted, sql_path
 
 if TYPE_CHECKING:
     # Only `query` returns DataFrames (DuckDB imports pandas for it): writers and walks that
@@ -77,6 +79,40 @@ DB_ENV = "DTR_LANDSCAPE_DB"
 DEFAULT_DB = Path("data") / "landscape.duckdb"
 
 _SNAPSHOT_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'snap'"
+
+
+@dataclass
+class _Reader:
+    """A reading connection kept for its store while neither the snapshot nor the listed
+    parts change (Store.connect): opening one, attaching the snapshot and creating the views
+    took 50-70 ms of CPU per query over the walks' store, and a dashboard page makes a dozen
+    queries, its every refresh two."""
+
+    con: duckdb.DuckDBPyConnection
+    pid: int  # a connection inherited through fork is never used (nor closed) by the child
+    identity: tuple[Any, ...]  # the snapshot file's identity and the parts it was built on
+    busy: bool = False
+
+
+class _Readers(threading.local):
+    """Each thread's readers, by store path: a DuckDB connection is not shared by threads."""
+
+    LIMIT = 4  # stores a thread keeps a reader for (tests open hundreds of stores)
+
+    def __init__(self) -> None:
+        self.by_path: OrderedDict[str, _Reader] = OrderedDict()
+
+
+_READERS = _Readers()
+_INHERITED: list[_Reader] = []  # a parent process's readers: kept, never touched
+
+
+def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def default_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -149,35 +185,82 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived in-memory connection where `runs`, `traces`, `walks` and `sweeps`
-        are views over the snapshot (read-only) and the published parts."""
+        """An in-memory connection where `runs`, `traces`, `walks` and `sweeps` are views over
+        the snapshot (read-only) and the published parts. The thread's connection for this
+        store is reused while the snapshot file and the parts listed are the ones its views
+        were made of; any change (a part published, a compaction) makes a new one."""
         # The parts are listed BEFORE the snapshot is opened. A compaction renames its new
         # snapshot into place before it deletes the parts it absorbed, so every run published
         # before the listing is in a listed part or in whichever snapshot is opened next. The
         # other order could open the old snapshot, then list after the deletion, and see
-        # runs vanish (tests/test_store.py saw 219 runs, then 200).
+        # runs vanish (tests/test_store.py saw 219 runs, then 200). A kept connection is
+        # reused only if the snapshot's file is still the one stat'ed before it attached it
+        # (so it attached that file and no newer one exists) and the listing is the same.
         listed = {
             table: sorted(self.parts_dir.glob(f"{table}-*.parquet"))
             if self.parts_dir.exists()
             else []
             for table in TABLES
         }
+        identity = (
+            _file_identity(self.path),
+            tuple(tuple(p.name for p in listed[t]) for t in TABLES),
+        )
+        readers, key = _READERS.by_path, str(self.path.absolute())
+        reader = readers.get(key)
+        if reader is not None and reader.pid != os.getpid():
+            _INHERITED.append(readers.pop(key))
+            reader = None
+        if reader is not None and reader.busy:  # a read inside a read: a connection of its own
+            con = self._open(listed)
+            try:
+                yield con
+            finally:
+                con.close()
+            return
+        if reader is None or reader.identity != identity:
+            if reader is not None:
+                readers.pop(key)
+                reader.con.close()
+            reader = _Reader(self._open(listed), os.getpid(), identity)
+            readers[key] = reader
+            while len(readers) > _Readers.LIMIT:
+                readers.popitem(last=False)[1].con.close()
+        readers.move_to_end(key)
+        reader.busy = True
+        try:
+            yield reader.con
+        except BaseException as exc:
+            # whatever failed, the next read starts from a fresh connection
+            if readers.get(key) is reader:
+                readers.pop(key)
+            reader.con.close()
+            if isinstance(exc, (duckdb.IOException, FileNotFoundError)):
+                # a listed part deleted by a concurrent compaction before it was read: the
+                # caller (query) retries with a fresh listing
+                raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
+            raise
+        finally:
+            reader.busy = False
+
+    def _open(self, listed: dict[str, list[Path]]) -> duckdb.DuckDBPyConnection:
+        """A new connection with the views over the snapshot and the listed parts."""
         con = duckdb.connect()
         try:
             snapshot_tables: set[str] = set()
             if self.path.exists():
-                con.execute(f"ATTACH '{_sql_path(self.path)}' AS snap (READ_ONLY)")
+                con.execute(f"ATTACH '{sql_path(self.path)}' AS snap (READ_ONLY)")
                 snapshot_tables = {r[0] for r in con.execute(_SNAPSHOT_TABLES).fetchall()}
             for table, columns in TABLES.items():
-                live = _live_rows(table, columns, listed[table], table in snapshot_tables)
+                live = live_rows(table, columns, listed[table], table in snapshot_tables)
                 con.execute(f"CREATE TEMP VIEW {table} AS {live}")
-            yield con
         except (duckdb.IOException, FileNotFoundError) as exc:
-            # a listed part deleted by a concurrent compaction before it was read: the
-            # caller (query) retries with a fresh listing
-            raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
-        finally:
             con.close()
+            raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
+        except BaseException:
+            con.close()
+            raise
+        return con
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
         return self._read(lambda result: result.df(), sql, params)
@@ -218,7 +301,7 @@ class Store:
             where.append("policy = ?")
             params.append(policy)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        chosen = "*" if columns is None else ", ".join(_q(c) for c in columns)
+        chosen = "*" if columns is None else ", ".join(quoted(c) for c in columns)
         return self.query(f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at", params)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
@@ -264,10 +347,10 @@ class Store:
         con = duckdb.connect(str(tmp))
         try:
             if self.path.exists():
-                con.execute(f"ATTACH '{_sql_path(self.path)}' AS snap (READ_ONLY)")
+                con.execute(f"ATTACH '{sql_path(self.path)}' AS snap (READ_ONLY)")
             for table, columns in TABLES.items():
-                decl = ", ".join(f"{_q(n)} {t}" for n, t in columns)
-                con.execute(f"CREATE TABLE {table} ({decl}, PRIMARY KEY ({_q(KEYS[table])}))")
+                decl = ", ".join(f"{quoted(n)} {t}" for n, t in columns)
+                con.execute(f"CREATE TABLE {table} ({decl}, PRIMARY KEY ({quoted(KEYS[table])}))")
             con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
             con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             con.execute(
@@ -288,21 +371,23 @@ class Store:
                             [table],
                         ).fetchall()
                     }
-                    cols = ", ".join(_q(n) if n in have else f"NULL AS {_q(n)}" for n in names)
+                    cols = ", ".join(
+                        quoted(n) if n in have else f"NULL AS {quoted(n)}" for n in names
+                    )
                     sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
                 mine = [p for p in parts if p.name.startswith(f"{table}-")]
                 if mine:
-                    files = ", ".join(f"'{_sql_path(p)}'" for p in mine)
-                    cols = ", ".join(_q(n) for n in names)
+                    files = ", ".join(f"'{sql_path(p)}'" for p in mine)
+                    cols = ", ".join(quoted(n) for n in names)
                     sources.append(
                         f"SELECT {cols}, filename AS _part "
                         f"FROM read_parquet([{files}], filename = true)"
                     )
                 if sources:
-                    cols = ", ".join(_q(n) for n in names)
+                    cols = ", ".join(quoted(n) for n in names)
                     con.execute(
                         f"INSERT INTO {table} SELECT {cols} FROM ({' UNION ALL '.join(sources)}) "
-                        f"{_newest_per_key(table)}"
+                        f"{newest_per_key(table)}"
                     )
             for version in range((old_version or SCHEMA_VERSION), SCHEMA_VERSION):
                 for statement in MIGRATIONS.get(version, ()):
@@ -353,58 +438,9 @@ class Store:
         try:
             with self.connect() as con:
                 row = con.execute(
-                    f"COPY ({sql}) TO '{_sql_path(tmp)}' (FORMAT {fmt})", params or []
+                    f"COPY ({sql}) TO '{sql_path(tmp)}' (FORMAT {fmt})", params or []
                 ).fetchone()
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
         return int(row[0]) if row else 0
-
-
-def _live_rows(
-    table: str, columns: Sequence[tuple[str, str]], parts: list[Path], in_snapshot: bool
-) -> str:
-    """The query behind a table's view: one row per identity, a part's over the snapshot's
-    and the newest part's among parts (`_newest_per_key`). The snapshot's keys are unique
-    (its tables have primary keys), so only the parts are ranked, and the snapshot's rows
-    are those no part replaces: the view's filters then reach the snapshot's scan instead
-    of waiting for a window over every row of every trace (a dashboard card's read of
-    InceptionV4's 224,351 runs out of 566,877, its 15 columns: 1.5 s -> 0.5 s)."""
-    cols = ", ".join(_q(n) for n, _ in columns)
-    key = _q(KEYS[table])
-    if parts:
-        files = ", ".join(f"'{_sql_path(p)}'" for p in parts)
-        newest = (
-            f"SELECT {cols} FROM read_parquet([{files}], filename = true) "
-            f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY filename DESC) = 1"
-        )
-        if not in_snapshot:
-            return newest
-        return (
-            f"WITH newest AS ({newest}) "
-            f"SELECT {cols} FROM snap.{table} AS kept WHERE NOT EXISTS "
-            f"(SELECT 1 FROM newest WHERE newest.{key} = kept.{key}) "
-            f"UNION ALL SELECT {cols} FROM newest"
-        )
-    if in_snapshot:
-        return f"SELECT {cols} FROM snap.{table}"
-    typed = ", ".join(f"CAST(NULL AS {t}) AS {_q(n)}" for n, t in columns)
-    return f"SELECT {typed} WHERE false"
-
-
-def _newest_per_key(table: str) -> str:
-    """Keep one row per identity: parts win over the snapshot, and among parts the newest
-    (part file names start with the table and a nanosecond timestamp)."""
-    return f"QUALIFY row_number() OVER (PARTITION BY {_q(KEYS[table])} ORDER BY _part DESC) = 1"
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
-def json_args(args: dict[str, Any]) -> str:
-    return json.dumps(args, sort_keys=True, default=str)
