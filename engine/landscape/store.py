@@ -215,6 +215,8 @@ class Store:
             con = self._open(listed)
             try:
                 yield con
+            except (duckdb.IOException, FileNotFoundError) as exc:
+                raise StoreError(f"store {self.path} changed while reading: {exc}") from exc
             finally:
                 con.close()
             return
