@@ -477,3 +477,75 @@ def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
             conflicts += by_rows.conflicting_intervals
     assert compared >= 3  # cases that select something (others raise TraceVersionsError)
     assert (conflicts == 0) == (seed % 2 == 1)  # both ways of `_frame_intervals` are taken
+
+
+def _exact_range_by_bytes(region: dict, intervals: list[Interval]) -> dict:
+    """exact_range's definition written another way: edges as the lowest and highest of all
+    qualifying touching pairs, and the bytes counted one by one."""
+    b = region["budgets"]
+    pairs = [
+        (x, y)
+        for x, y in zip(intervals, intervals[1:], strict=False)
+        if x.hi is not None and x.hi + 1 == y.lo
+    ]
+    firsts = [
+        y.lo
+        for x, y in pairs
+        if x.status == "ok"
+        and y.status != "ok"
+        and b["last_ok_below"] <= x.hi
+        and y.lo <= b["first_fail"]
+    ]
+    lasts = [
+        x.hi
+        for x, y in pairs
+        if x.status != "ok"
+        and y.status == "ok"
+        and b["last_fail"] <= x.hi
+        and y.lo <= b["first_ok_above"]
+    ]
+    first, last = (min(firsts) if firsts else None), (max(lasts) if lasts else None)
+    lo = b["first_fail"] if first is None else first
+    hi = b["last_fail"] if last is None else last
+    status = {}
+    for i in intervals:
+        for byte in range(max(i.lo, lo), (hi if i.hi is None else min(i.hi, hi)) + 1):
+            status[byte] = i.status
+    failing_bytes = sum(1 for s in status.values() if s != "ok")
+    ok_bytes = sum(1 for s in status.values() if s == "ok")
+    width = None if first is None or last is None else last - first + 1
+    return {
+        "first_fail_byte": first,
+        "last_fail_byte": last,
+        "width": width,
+        "complete": width is not None and failing_bytes + ok_bytes == width,
+        "failing_bytes_known": failing_bytes,
+        "ok_bytes_inside": ok_bytes,
+    }
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_exact_range_equals_its_definition_by_bytes(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    intervals, at = [], 0
+    while at < 1500:
+        at += rng.choice([0, 0, 0, 1, 7])  # mostly touching, sometimes a gap
+        width = rng.randrange(1, 40)
+        status = rng.choice(["ok", "ok", "oom", "thrashed"])
+        intervals.append(Interval(lo=at, hi=at + width - 1, status=status))
+        at += width
+    if rng.random() < 0.5:
+        intervals.append(Interval(lo=at, hi=None, status="ok"))
+    for _ in range(30):
+        below, fail, last, above = sorted(rng.sample(range(0, 1600), 4))
+        region = {
+            "budgets": {
+                "last_ok_below": below,
+                "first_fail": fail,
+                "last_fail": last,
+                "first_ok_above": above,
+            }
+        }
+        assert exact_range(region, intervals) == _exact_range_by_bytes(region, intervals)

@@ -10,6 +10,7 @@ engine/landscape/holes.py.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -150,6 +151,13 @@ def exact_range(region: dict[str, Any], intervals: Sequence[Interval]) -> dict[s
     Complete only when the stored intervals cover every byte between the two with no gap;
     `ok_bytes_inside` > 0 then says the region is really several holes."""
     budgets = region["budgets"]
+    # Only the intervals from the one holding the last ok budget below to the last starting
+    # at or below the first ok budget above can be an edge's pair or hold a byte counted
+    # (those before end below last_ok_below, those after start above first_ok_above): a
+    # walked landscape has 100,000s of intervals, a region a few.
+    start = max(0, bisect_right(intervals, budgets["last_ok_below"], key=_lo) - 1)
+    end = bisect_right(intervals, budgets["first_ok_above"], key=_lo)
+    intervals = intervals[start:end]
     first_byte = last_byte = None
     for below, above in zip(intervals, intervals[1:], strict=False):
         if not _touch(below, above):
@@ -187,6 +195,10 @@ def exact_range(region: dict[str, Any], intervals: Sequence[Interval]) -> dict[s
         "failing_bytes_known": failing_bytes,
         "ok_bytes_inside": ok_bytes,
     }
+
+
+def _lo(interval: Interval) -> int:
+    return interval.lo
 
 
 def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
