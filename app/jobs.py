@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app import settings
+
 JOBS_FILE = "jobs.sqlite"
-MAX_JOBS_ENV = "DTR_LANDSCAPE_MAX_JOBS"
-DEFAULT_MAX_JOBS = 2
+MAX_JOBS_ENV = settings.MAX_JOBS.env
 # Jobs the web side may leave waiting: launching beyond it is refused, so a loop of launches
 # cannot pile up unbounded work (the runner's own seeding is not limited).
-MAX_QUEUED_ENV = "DTR_LANDSCAPE_MAX_QUEUED"
-DEFAULT_MAX_QUEUED = 20
+MAX_QUEUED_ENV = settings.MAX_QUEUED.env
 # A runner that has not written its heartbeat for this long is taken to be gone.
 RUNNER_STALE_S = 10.0
 
@@ -70,20 +70,12 @@ CREATE TABLE IF NOT EXISTS runner (
 
 def max_jobs() -> int:
     """How many engine subprocesses the runner keeps going at once (DTR_LANDSCAPE_MAX_JOBS)."""
-    try:
-        value = int(os.environ.get(MAX_JOBS_ENV) or DEFAULT_MAX_JOBS)
-    except ValueError:
-        return DEFAULT_MAX_JOBS
-    return max(1, value)
+    return settings.MAX_JOBS.value()
 
 
 def max_queued() -> int:
     """How many queued jobs the dashboard accepts at once (DTR_LANDSCAPE_MAX_QUEUED)."""
-    try:
-        value = int(os.environ.get(MAX_QUEUED_ENV) or DEFAULT_MAX_QUEUED)
-    except ValueError:
-        return DEFAULT_MAX_QUEUED
-    return max(1, value)
+    return settings.MAX_QUEUED.value()
 
 
 class QueueFull(RuntimeError):

@@ -16,6 +16,8 @@ import sys
 import threading
 from types import FrameType
 
+from app import settings
+
 # Signals passed on to the children, so `docker stop` or a kill of this process stops them.
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RUNNER_STOP_TIMEOUT_S = 15
@@ -45,7 +47,9 @@ def runner_command(seed: bool = True) -> list[str]:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8050, workers: int = 2, seed: bool = True) -> int:
-    """Run gunicorn and the runner until gunicorn exits; returns gunicorn's exit code."""
+    """Run gunicorn and the runner until gunicorn exits; returns gunicorn's exit code.
+    A mistyped setting (app/settings.py) is a ValueError before anything starts."""
+    settings.check()
     runner = subprocess.Popen(runner_command(seed))
     web = subprocess.Popen(gunicorn_command(host, port, workers))
     children = (web, runner)

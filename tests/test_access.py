@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from app import settings
 from app.access import TOKEN_ENV, token_problem
 from app.jobs import MAX_QUEUED_ENV, JobStore, QueueFull, max_queued
 from app.server import create_app
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
+from tests.helpers import cli
 
 SPEC = {"kind": "run", "trace": "synthetic-mlp", "policy": "DTR", "cap": 60.0, "ratio": 0.5}
 FORM = {"trace": "synthetic-mlp", "mode": "ratio", "value": "0.45", "policy": "DTR"}
@@ -54,7 +56,28 @@ def test_max_queued_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MAX_QUEUED_ENV, "3")
     assert max_queued() == 3
     monkeypatch.setenv(MAX_QUEUED_ENV, "many")
-    assert max_queued() == 20
+    assert max_queued() == 20  # lenient at run time: a page never fails on it
+    monkeypatch.setenv(MAX_QUEUED_ENV, "0")
+    assert max_queued() == 1
+    with pytest.raises(ValueError, match="DTR_LANDSCAPE_MAX_QUEUED must be a whole number"):
+        settings.check()  # what `serve` does first
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("DTR_LANDSCAPE_MAX_JOBS", "two", "at least 1"),
+        ("DTR_LANDSCAPE_MAX_QUEUED", "-3", "at least 1"),
+        ("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "20k", "at least 0"),
+    ],
+)
+def test_serve_refuses_a_mistyped_setting(name: str, value: str, expected: str) -> None:
+    # a real `dtr-landscape serve`: it names the setting and the value, and starts nothing
+    done = cli("serve", "--port", "1", env={name: value}, timeout=120)
+    assert done.returncode == 2
+    assert f"dtr-landscape: error: {name} must be a whole number of {expected}" in done.stderr
+    assert repr(value) in done.stderr and "Traceback" not in done.stderr
+    assert "gunicorn" not in done.stderr.lower() and done.stdout == ""
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ shows at once, with the trace's previous card or a line saying its runs are bein
 
 from __future__ import annotations
 
-import os
 from functools import partial
 from typing import Any
 
@@ -16,7 +15,7 @@ import dash
 from dash import ALL, MATCH, Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from app import data, ids
+from app import data, ids, settings
 from app.components.export import export_links
 from app.components.launch_form import policy_dropdown
 from app.components.strip import STRIP_COLUMNS, outcome_strip
@@ -33,34 +32,23 @@ OVERVIEW_MARKERS = 1000  # per strip: a page of eight strips stays a few hundred
 # what a card reads: its holes' and its strip's columns (InceptionV4's 224,351 walked runs:
 # 3.0 s for every column, 0.5 s for these)
 CARD_COLUMNS = tuple(dict.fromkeys([*HOLES_COLUMNS, *STRIP_COLUMNS]))
-# Cards of more runs than this are built after the page (DTR_LANDSCAPE_DEFER_CARDS_ABOVE):
-# over the walks' store the overview waited for InceptionV4's 224,351 runs (about 4 s),
-# Unrolled GAN's 154,793, Transformer's and DenseNet-121's before it showed anything.
-DEFER_ENV = "DTR_LANDSCAPE_DEFER_CARDS_ABOVE"
-DEFAULT_DEFER_ABOVE = 20_000
 DTR_TRACES_HINT = (
     "The DTR traces are not available: set DTR_LANDSCAPE_TRACES to the folder of the DTR "
     "logs (simrd/logs.zip of uwsampl/dtr-prototype)."
 )
 
 
-def defer_above() -> int:
-    """How many runs a card may have and still be built with the page (DEFER_ENV)."""
-    try:
-        value = int(os.environ.get(DEFER_ENV) or DEFAULT_DEFER_ABOVE)
-    except ValueError:
-        return DEFAULT_DEFER_ABOVE
-    return max(0, value)
-
-
 def strip_cards(policy: str) -> list[Any]:
     """A card per trace with runs under `policy` (facts and outcome strip), then one line
     naming the traces without any. Each card is built from its own trace's runs, and kept
-    until they change (app/view_cache.py); one of more than `defer_above()` runs not built
-    yet is a `deferred_card`."""
+    until they change (app/view_cache.py); one of more runs than the setting
+    DTR_LANDSCAPE_DEFER_CARDS_ABOVE not built yet is a `deferred_card`."""
     counts = data.run_counts(policy)
     walks = data.walk_count()
-    limit = defer_above()
+    # cards of more runs are built after the page: over the walks' store the overview waited
+    # for InceptionV4's 224,351 runs (about 4 s), Unrolled GAN's 154,793, Transformer's and
+    # DenseNet-121's before it showed anything
+    limit = settings.DEFER_CARDS_ABOVE.value()
     cards: list[Any] = []
     empty = []
     for name, source in data.known_traces().items():
