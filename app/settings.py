@@ -48,7 +48,7 @@ DEFER_CARDS_ABOVE = WholeNumber(
     "DTR_LANDSCAPE_DEFER_CARDS_ABOVE",
     20_000,
     0,
-    "runs a trace's overview card may have and still be built with the page",
+    "runs a trace's overview card and trace page may have and still be built with the page",
 )
 SETTINGS = (MAX_JOBS, MAX_QUEUED, DEFER_CARDS_ABOVE)
 

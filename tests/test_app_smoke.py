@@ -155,3 +155,63 @@ def test_a_card_of_many_runs_comes_after_the_page(
     monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "14")
     content = render_page(client, "/")
     assert '"type": "home-strip"' in content and "Reading its" not in content
+
+
+def _refresh_trace(client: FlaskClient, trace: str, seen: str) -> TestResponse:
+    """The trace page's refresh, as its Interval's tick sends it."""
+    outputs = [
+        ("trace-strip", "figure"),
+        ("trace-pinned", "figure"),
+        ("trace-overhead", "figure"),
+        ("trace-holes-box", "children"),
+        ("trace-summary", "children"),
+        ("trace-exports", "children"),
+        ("trace-fingerprint", "data"),
+        ("trace-interval", "interval"),
+    ]
+    payload = {
+        "output": ".." + "...".join(f"{i}.{p}" for i, p in outputs) + "..",
+        "outputs": [{"id": i, "property": p} for i, p in outputs],
+        "inputs": [
+            {"id": "trace-interval", "property": "n_intervals", "value": 1},
+            {"id": "trace-policy", "property": "value", "value": "DTR"},
+            {"id": "trace-depth-mode", "property": "value", "value": "depth_at_peak_pinned"},
+        ],
+        "state": [
+            {"id": "trace-fingerprint", "property": "data", "value": seen},
+            {"id": "trace-name", "property": "data", "value": trace},
+        ],
+        "changedPropIds": ["trace-interval.n_intervals"],
+    }
+    return client.post("/_dash-update-component", json=payload)
+
+
+def test_a_trace_page_of_many_runs_shows_before_its_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past DTR_LANDSCAPE_DEFER_CARDS_ABOVE runs the page comes with empty charts and its
+    # refresh, due at once, brings the views; under the limit they come with the page.
+    db = tmp_path / "landscape.duckdb"
+    records = [run_point("synthetic-mlp", ratio=0.36 + 0.005 * i) for i in range(17)]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
+    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
+    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "16")
+    client = create_app().server.test_client()
+    content = render_page(client, "/trace/synthetic-mlp")
+    assert "Reading its 17 runs under DTR" in content and "first success" not in content
+    assert '"interval": 500' in content and "Launch" in content  # the rest of the page is there
+    response = _refresh_trace(client, "synthetic-mlp", "")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    answer = response.get_json()["response"]
+    assert "first success" in json.dumps(answer["trace-summary"])
+    assert answer["trace-strip"]["figure"]["data"]  # the strip, drawn
+    assert (
+        answer["trace-fingerprint"]["data"] != "" and answer["trace-interval"]["interval"] == 2000
+    )
+    content = render_page(client, "/trace/synthetic-mlp")  # built now: with the page
+    assert "Reading its" not in content and "first success" in content
+    Store.open(db).add_runs([run_point("synthetic-mlp", ratio=0.6)], source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "18")
+    content = render_page(client, "/trace/synthetic-mlp")  # 18 runs, under the limit
+    assert "Reading its" not in content and "first success" in content

@@ -112,8 +112,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = folder / "landscape.duckdb"
     _seed(db)
     (folder / "no-dtr-traces").mkdir()
-    # every overview card comes in a request of its own after the page (deferred_card),
-    # as a walked landscape's cards do; tests/test_app_smoke.py has both ways
+    # every overview card and trace page's views come in requests of their own after the
+    # page (deferred_card, pending_views), as a walked landscape's do;
+    # tests/test_app_smoke.py has both ways
     with serving(folder, db, folder / "no-dtr-traces", DTR_LANDSCAPE_DEFER_CARDS_ABOVE="0") as base:
         yield base, db
 
@@ -141,13 +142,19 @@ def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def points(page, graph: str) -> int:  # type: ignore[no-untyped-def]
-    """How many points the scatter traces of a graph hold (Plotly's own data)."""
+def drawn(page, graph: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the graph holds data: a page of many runs (here: every page, the server
+    defers them all) shows its graphs empty until their views come."""
     page.wait_for_function(
         "sel => { const p = document.querySelector(sel + ' .js-plotly-plot'); "
-        "return !!(p && p.data); }",
+        "return !!(p && p.data && p.data.length); }",
         arg=graph,
     )
+
+
+def points(page, graph: str) -> int:  # type: ignore[no-untyped-def]
+    """How many points the scatter traces of a graph hold (Plotly's own data)."""
+    drawn(page, graph)
     return int(
         page.evaluate(
             """sel => document.querySelector(sel + ' .js-plotly-plot').data
@@ -160,6 +167,7 @@ def points(page, graph: str) -> int:  # type: ignore[no-untyped-def]
 
 def click_point(page, graph: str, outcome: str, index: int = 0) -> str:  # type: ignore[no-untyped-def]
     """Click a point of one outcome's trace; returns the run id it carries (customdata)."""
+    drawn(page, graph)
     plot = page.locator(f"{graph} .js-plotly-plot")
     names = plot.evaluate("gd => gd.data.filter(t => t.type === 'scatter').map(t => t.name)")
     run_id = plot.evaluate(

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import dash
+import plotly.graph_objects as go
 from dash import (
     ALL,
     Input,
@@ -26,7 +27,7 @@ from dash import (
 )
 from dash.exceptions import PreventUpdate
 
-from app import data, ids
+from app import data, ids, settings
 from app.access import token_problem, token_required
 from app.components.charts import (
     CHART_COLUMNS,
@@ -51,6 +52,10 @@ dash.register_page(
 )
 
 REFRESH_MS = 2000
+# a page whose views are pending asks for them after this (its jobs list is refreshed on the
+# same ticks until they come, a few cheap reads)
+FIRST_REFRESH_MS = 500
+PENDING = ""  # the fingerprint a page without its views has seen
 VIEWS = ViewCache()
 # what the trace's views read: its holes', strip's and charts' columns (InceptionV4's
 # 224,351 walked runs: 3.0 s for every column, about 1 s for these)
@@ -62,6 +67,21 @@ def cached_views(name: str, policy: str, depth_column: str, fingerprint: str) ->
     return VIEWS.get(
         (name, policy, depth_column), fingerprint, lambda: views(name, policy, depth_column)
     )
+
+
+def pending_views(policy: str, runs: int) -> dict[str, Any]:
+    """What the page shows until `refresh` brings the views of a trace of many runs (more
+    than DTR_LANDSCAPE_DEFER_CARDS_ABOVE) that this worker has not built yet."""
+    empty = go.Figure(layout={"height": 260, "margin": {"l": 40, "r": 20, "t": 20, "b": 30}})
+    return {
+        "strip": empty,
+        "strip_runs": None,
+        "pinned": empty,
+        "overhead": empty,
+        "holes": [],
+        "summary": html.P(f"Reading its {runs:,} runs under {policy}...", className="note"),
+        "exports": html.Div(),
+    }
 
 
 def views(name: str, policy: str, depth_column: str) -> dict[str, Any]:
@@ -120,7 +140,16 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
     chosen = policy if policy in policies else DEFAULT_POLICY
     depth_column = "depth_at_peak_pinned"
     fingerprint = data.fingerprint(name, chosen)
-    built = cached_views(name, chosen, depth_column, fingerprint)
+    seen, interval = fingerprint, REFRESH_MS
+    built = VIEWS.ready((name, chosen, depth_column), fingerprint)
+    if built is None:
+        runs = data.run_counts(chosen).get(name, 0)
+        if runs > settings.DEFER_CARDS_ABOVE.value():
+            # the page now, its views from `refresh` soon after (a walked landscape's take
+            # seconds to build)
+            built, seen, interval = pending_views(chosen, runs), PENDING, FIRST_REFRESH_MS
+        else:
+            built = cached_views(name, chosen, depth_column, fingerprint)
     graph_config: Any = {"displaylogo": False, "scrollZoom": True}
     return html.Div(
         [
@@ -174,8 +203,8 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
             html.Div(id=ids.TRACE_CANCEL_MESSAGE, role="status", className="message"),
             dcc.Store(id=ids.TRACE_CANCEL_REQUEST),
             html.Div(jobs_view(name), id=ids.TRACE_JOBS),
-            dcc.Store(id=ids.TRACE_FINGERPRINT, data=fingerprint),
-            dcc.Interval(id=ids.TRACE_INTERVAL, interval=REFRESH_MS),
+            dcc.Store(id=ids.TRACE_FINGERPRINT, data=seen),
+            dcc.Interval(id=ids.TRACE_INTERVAL, interval=interval),
         ]
     )
 
@@ -198,6 +227,7 @@ def jobs_view(name: str) -> html.Div:
     Output(ids.TRACE_SUMMARY, "children"),
     Output(ids.TRACE_EXPORTS, "children"),
     Output(ids.TRACE_FINGERPRINT, "data"),
+    Output(ids.TRACE_INTERVAL, "interval"),
     Input(ids.TRACE_INTERVAL, "n_intervals"),
     Input(ids.TRACE_POLICY, "value"),
     Input(ids.TRACE_DEPTH_MODE, "value"),
@@ -208,7 +238,7 @@ def jobs_view(name: str) -> html.Div:
 def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple[Any, ...]:
     current = data.fingerprint(name, policy)
     if ctx.triggered_id == ids.TRACE_INTERVAL and (
-        current == seen or VIEWS.too_soon((name, policy, depth))
+        current == seen or (seen != PENDING and VIEWS.too_soon((name, policy, depth)))
     ):
         raise PreventUpdate
     built = cached_views(name, policy, depth, current)
@@ -220,6 +250,7 @@ def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple
         built["summary"],
         built["exports"],
         current,
+        REFRESH_MS,
     )
 
 
@@ -419,7 +450,7 @@ def zoom_strip(relayout: dict | None, policy: str, depth: str, seen: str, name: 
     """A thinned strip (a walked landscape) zoomed in is redrawn from the runs in view, so
     that a hole's edges show execution by execution; a double click goes back to the whole."""
     span = zoom_span(relayout)
-    if span is None:
+    if span is None or seen == PENDING:
         raise PreventUpdate
     built = cached_views(name, policy, depth, seen)
     runs = built["strip_runs"]
