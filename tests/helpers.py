@@ -11,11 +11,12 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from xml.etree import ElementTree
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 REPO = Path(__file__).resolve().parent.parent
 # CI (.ci/run) is given the DTR traces and the golden records: there, a test that cannot find
@@ -51,23 +52,42 @@ def cli_json(*args: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(done.stdout)
 
 
+def post_callback(
+    client: FlaskClient,
+    outputs: list[tuple[Any, str]],
+    inputs: list[tuple[Any, str, Any]],
+    state: list[tuple[Any, str, Any]] | None = None,
+    *,
+    changed: list[str] | None = None,
+    pattern: str | None = None,
+) -> TestResponse:
+    """A Dash callback request as the browser sends it: (id, property) outputs, (id,
+    property, value) inputs and state; `pattern`: the output key of a pattern-matching
+    callback (its single output's id with wildcards), else the outputs' ids joined."""
+
+    def value(item: tuple[Any, str, Any]) -> dict[str, Any]:
+        return {"id": item[0], "property": item[1], "value": item[2]}
+
+    described = [{"id": i, "property": p} for i, p in outputs]
+    payload = {
+        "output": pattern or ".." + "...".join(f"{i}.{p}" for i, p in outputs) + "..",
+        "outputs": described[0] if pattern else described,
+        "inputs": [value(i) for i in inputs],
+        "state": [value(i) for i in state or []],
+        "changedPropIds": changed or [],
+    }
+    return client.post("/_dash-update-component", json=payload)
+
+
 def render_page(client: FlaskClient, pathname: str, search: str = "") -> str:
     """A page's content as the browser gets it: the Dash Pages router callback's answer."""
     client.get("/")  # the router callback is registered on the first request
-    payload = {
-        "output": ".._pages_content.children..._pages_store.data..",
-        "outputs": [
-            {"id": "_pages_content", "property": "children"},
-            {"id": "_pages_store", "property": "data"},
-        ],
-        "inputs": [
-            {"id": "_pages_location", "property": "pathname", "value": pathname},
-            {"id": "_pages_location", "property": "search", "value": search},
-        ],
-        "changedPropIds": ["_pages_location.pathname"],
-        "state": [],
-    }
-    response = client.post("/_dash-update-component", json=payload)
+    response = post_callback(
+        client,
+        [("_pages_content", "children"), ("_pages_store", "data")],
+        [("_pages_location", "pathname", pathname), ("_pages_location", "search", search)],
+        changed=["_pages_location.pathname"],
+    )
     assert response.status_code == 200
     return json.dumps(response.get_json()["response"]["_pages_content"])
 

@@ -14,7 +14,7 @@ from app.jobs import JobStore
 from app.server import create_app
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
-from tests.helpers import render_page
+from tests.helpers import post_callback, render_page
 
 
 @pytest.fixture(scope="module")
@@ -111,18 +111,18 @@ def test_launching_needs_a_trace_of_the_engines_catalog(
 
 def _fill_card(client: FlaskClient, trace: str, policy: str) -> TestResponse:
     """The deferred card's own request, as the browser sends it for the pattern ids."""
-    card = {"trace": trace, "type": "home-card"}
-    request = {"trace": trace, "type": "home-card-request"}
-    payload = {
-        "output": '{"trace":["MATCH"],"type":"home-card"}.children',
-        "outputs": {"id": card, "property": "children"},
-        "inputs": [
-            {"id": request, "property": "data", "value": {"trace": trace, "policy": policy}}
+    return post_callback(
+        client,
+        [({"trace": trace, "type": "home-card"}, "children")],
+        [
+            (
+                {"trace": trace, "type": "home-card-request"},
+                "data",
+                {"trace": trace, "policy": policy},
+            )
         ],
-        "changedPropIds": [],
-        "state": [],
-    }
-    return client.post("/_dash-update-component", json=payload)
+        pattern='{"trace":["MATCH"],"type":"home-card"}.children',
+    )
 
 
 def test_a_card_of_many_runs_comes_after_the_page(
@@ -159,31 +159,26 @@ def test_a_card_of_many_runs_comes_after_the_page(
 
 def _refresh_trace(client: FlaskClient, trace: str, seen: str) -> TestResponse:
     """The trace page's refresh, as its Interval's tick sends it."""
-    outputs = [
-        ("trace-strip", "figure"),
-        ("trace-pinned", "figure"),
-        ("trace-overhead", "figure"),
-        ("trace-holes-box", "children"),
-        ("trace-summary", "children"),
-        ("trace-exports", "children"),
-        ("trace-fingerprint", "data"),
-        ("trace-interval", "interval"),
-    ]
-    payload = {
-        "output": ".." + "...".join(f"{i}.{p}" for i, p in outputs) + "..",
-        "outputs": [{"id": i, "property": p} for i, p in outputs],
-        "inputs": [
-            {"id": "trace-interval", "property": "n_intervals", "value": 1},
-            {"id": "trace-policy", "property": "value", "value": "DTR"},
-            {"id": "trace-depth-mode", "property": "value", "value": "depth_at_peak_pinned"},
+    return post_callback(
+        client,
+        [
+            ("trace-strip", "figure"),
+            ("trace-pinned", "figure"),
+            ("trace-overhead", "figure"),
+            ("trace-holes-box", "children"),
+            ("trace-summary", "children"),
+            ("trace-exports", "children"),
+            ("trace-fingerprint", "data"),
+            ("trace-interval", "interval"),
         ],
-        "state": [
-            {"id": "trace-fingerprint", "property": "data", "value": seen},
-            {"id": "trace-name", "property": "data", "value": trace},
+        [
+            ("trace-interval", "n_intervals", 1),
+            ("trace-policy", "value", "DTR"),
+            ("trace-depth-mode", "value", "depth_at_peak_pinned"),
         ],
-        "changedPropIds": ["trace-interval.n_intervals"],
-    }
-    return client.post("/_dash-update-component", json=payload)
+        [("trace-fingerprint", "data", seen), ("trace-name", "data", trace)],
+        changed=["trace-interval.n_intervals"],
+    )
 
 
 def test_a_trace_page_of_many_runs_shows_before_its_views(
