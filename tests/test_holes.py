@@ -338,7 +338,7 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
     # what the walk cost: its runs' own seconds, summed (each is stored with the run)
     seconds = Store.open(db).query("SELECT sum(wall_s) AS s FROM runs")["s"][0]
     assert trace["runs_stored"] == walk["runs_executed"]
-    assert trace["run_seconds"] == pytest.approx(seconds) and seconds > 0
+    assert trace["run_seconds"] == pytest.approx(seconds, abs=5e-4) and seconds > 0  # to the ms
     table = cli("holes", "--all", "--markdown", "--db", str(db), env=env).stdout
     assert "| synthetic-mlp |" in table and f"| {len(holes):,} |" in table
     assert table.splitlines()[2].endswith(" s |")  # the run time, in seconds

@@ -185,8 +185,10 @@ def landscape_report(
     spec = make_policy(policy).spec
     # what the stored runs cost: each one's own seconds (a resumed run's from where it
     # resumed), summed: the time one process spent, whatever the workers and interruptions
+    # (to the millisecond: a float sum's last digits follow the order rows are read in, and
+    # the published report should change only when the runs do)
     cost = store.query(
-        "SELECT trace_sha256, count(*) AS runs, sum(wall_s) AS seconds FROM runs "
+        "SELECT trace_sha256, count(*) AS runs, round(fsum(wall_s), 3) AS seconds FROM runs "
         f"WHERE {SAME_SETTINGS} GROUP BY trace_sha256",
         [spec, float(cap)],
     )
