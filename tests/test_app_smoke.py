@@ -109,6 +109,20 @@ def test_launching_needs_a_trace_of_the_engines_catalog(
     assert JobStore.beside(seeded[0]).count() == 0
 
 
+def _deferring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int
+) -> tuple[Path, FlaskClient]:
+    """A store of `runs` synthetic-mlp runs and the app over it, deferring what has more than
+    `runs` - 1 (DTR_LANDSCAPE_DEFER_CARDS_ABOVE): the store's runs are one too many."""
+    db = tmp_path / "landscape.duckdb"
+    records = [run_point("synthetic-mlp", ratio=0.36 + 0.005 * i) for i in range(runs)]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
+    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
+    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", str(runs - 1))
+    return db, create_app().server.test_client()
+
+
 def _fill_card(client: FlaskClient, trace: str, policy: str) -> TestResponse:
     """The deferred card's own request, as the browser sends it for the pattern ids."""
     return post_callback(
@@ -130,13 +144,7 @@ def test_a_card_of_many_runs_comes_after_the_page(
 ) -> None:
     # Past DTR_LANDSCAPE_DEFER_CARDS_ABOVE runs a card not built yet is a place on the page
     # that its own request fills; the page itself reads no run.
-    db = tmp_path / "landscape.duckdb"
-    records = [run_point("synthetic-mlp", ratio=0.36 + 0.005 * i) for i in range(13)]
-    Store.open(db).add_runs(records, source="engine", cap=60)
-    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
-    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
-    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "12")
-    client = create_app().server.test_client()
+    db, client = _deferring(tmp_path, monkeypatch, runs=13)
     content = render_page(client, "/")
     assert "Reading its 13 runs under DTR" in content and '"home-card-request"' in content
     assert '"home-strip"' not in content and "first success" not in content
@@ -185,14 +193,8 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Past DTR_LANDSCAPE_DEFER_CARDS_ABOVE runs the page comes with empty charts and its
-    # refresh, due at once, brings the views; under the limit they come with the page.
-    db = tmp_path / "landscape.duckdb"
-    records = [run_point("synthetic-mlp", ratio=0.36 + 0.005 * i) for i in range(17)]
-    Store.open(db).add_runs(records, source="engine", cap=60)
-    monkeypatch.setenv("DTR_LANDSCAPE_DB", str(db))
-    monkeypatch.delenv("DTR_LANDSCAPE_TRACES", raising=False)
-    monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "16")
-    client = create_app().server.test_client()
+    # refresh, due after 0.5 s, brings the views; under the limit they come with the page.
+    db, client = _deferring(tmp_path, monkeypatch, runs=17)
     content = render_page(client, "/trace/synthetic-mlp")
     assert "Reading its 17 runs under DTR" in content and "first success" not in content
     assert '"interval": 500' in content and "Launch" in content  # the rest of the page is there

@@ -3,7 +3,9 @@
 Views: a large zoomable outcome strip, pinned memory against depth, overhead against budget,
 the holes table. Launching queues a job (app/jobs.py) that the runner turns into engine
 subprocesses; the jobs panel and the views poll every two seconds, and the figures keep a
-fixed uirevision so the reader's zoom survives the updates.
+fixed uirevision so the reader's zoom survives the updates. The views are built in
+app/trace_views.py; a trace of many runs whose views are not built yet shows the page first
+and its views from the first refresh.
 """
 
 from __future__ import annotations
@@ -28,9 +30,7 @@ from dash.exceptions import PreventUpdate
 
 from app import data, ids, settings
 from app.access import token_problem, token_required
-from app.components.charts import (
-    DEPTH_COLUMNS,
-)
+from app.components.charts import DEPTH_COLUMNS
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
