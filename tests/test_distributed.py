@@ -173,3 +173,23 @@ def test_exact_walk_on_a_dask_cluster_equals_a_local_one(
     assert [tuple(i[k] for k in key) for i in a["intervals"]] == [
         tuple(i[k] for k in key) for i in b["intervals"]
     ]
+
+
+def test_a_reports_hole_edges_checked_on_a_dask_cluster(
+    tmp_path: Path, cluster: tuple[str, Path]
+) -> None:
+    """check-report's runs at budgets of their own (not ratios) on the cluster's workers."""
+    address, _ = cluster
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    db = str(tmp_path / "walk.duckdb")
+    walk = cli("landscape", SYNTHETIC, "--from", "0.40", "--to", "0.43", "--db", db, env=env)
+    assert walk.returncode == 0, walk.stderr
+    report = cli("holes", "--all", "--db", db, "--json", env=env)
+    assert report.returncode == 0, report.stderr
+    path = tmp_path / "report.json"
+    path.write_text(report.stdout, encoding="utf-8")
+    done = cli("check-report", str(path), "--scheduler", address, "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    [trace] = json.loads(done.stdout)["traces"]
+    assert len(trace["holes"]) == 3 and trace["runs"] == 12
+    assert all(e["agrees"] and e["budget"] for h in trace["holes"] for e in h["edges"])

@@ -10,6 +10,7 @@
     dtr-landscape landscape | edges | holes    (engine/cli/landscapes.py)
     dtr-landscape import-traces | import-records | export   (engine/cli/records.py)
     dtr-landscape diverge                      (engine/cli/diverge.py)
+    dtr-landscape check-report                 (engine/cli/report_check.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -198,6 +199,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "engine.cli.landscapes",
     "engine.cli.records",
     "engine.cli.diverge",
+    "engine.cli.report_check",
 )
 PLUGIN_GROUP = "dtr_landscape.commands"
 

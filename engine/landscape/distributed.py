@@ -45,7 +45,7 @@ class RunTask:
     """One run of a sweep: a point (policy, ratio, cap) and which repeat of it."""
 
     policy: str
-    ratio: float
+    ratio: float | None  # None: a budget in bytes of its own (check-report's hole edges)
     budget: int  # floor(ratio * peak), computed by the planner; the run must agree
     repeat: int
     stage: str  # grid | interior | refine
@@ -69,6 +69,7 @@ def run_task(trace: TraceRef, task: RunTask) -> Finished:
     try:
         record = run_point(
             trace,
+            budget=task.budget if task.ratio is None else None,
             ratio=task.ratio,
             policy=task.policy,
             cap=task.cap,

@@ -1,0 +1,208 @@
+"""`dtr-landscape check-report`: a published landscape report checked run by run.
+
+    dtr-landscape check-report REPORT [--trace NAME ...] [--backend engine|simrd]
+        [--workers N | --scheduler tcp://HOST:PORT] [--db PATH] [--traces DIR] [--json]
+
+Every hole's four edge runs (engine/landscape/report_check.py), trace by trace: exit 0 when the
+report holds, 1 when a run or the report itself says otherwise (each difference printed),
+2 when the file is not a report or a trace is not the one it was made from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from engine.cli import arguments
+from engine.cli.interrupts import exit_code, sigterm_interrupts
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    check = sub.add_parser(
+        "check-report",
+        help="run every hole's edges of a `holes --all --json` report (docs/landscapes.json)",
+    )
+    check.add_argument("report", help="the report's JSON file")
+    check.add_argument(
+        "--trace",
+        action="append",
+        metavar="NAME",
+        help="only this trace of the report (repeatable; default every one)",
+    )
+    check.add_argument(
+        "--backend",
+        choices=("engine", "simrd"),
+        default="engine",
+        help="simrd: the runs on unmodified simrd (needs SIMRD_DIR; one after another)",
+    )
+    run_on = check.add_mutually_exclusive_group()
+    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
+    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+    check.add_argument(
+        "--db", metavar="PATH", help="also store the engine's runs there (to open them)"
+    )
+    check.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    return {"check-report": command_check_report}
+
+
+def command_check_report(args: argparse.Namespace) -> int:
+    from engine.landscape.report_check import read_report
+    from engine.sim.policies import make_policy
+
+    if args.backend == "simrd" and (args.workers > 1 or args.scheduler or args.db):
+        raise ValueError("--backend simrd runs in this process: no --workers, --scheduler or --db")
+    report = read_report(args.report)
+    policy = make_policy(report.policy).spec  # a report of another policy names it
+    chosen = list(report.traces)
+    if args.trace:
+        names = [t.name for t in report.traces]
+        unknown = [n for n in args.trace if n not in names]
+        if unknown:
+            raise ValueError(
+                f"--trace: {', '.join(unknown)} not in {args.report} "
+                f"(it has {', '.join(names) or 'no trace'})"
+            )
+        chosen = [t for t in chosen if t.name in args.trace]
+    # every trace found and the one its claims were made from, before anything runs or is stored
+    loaded = [(claims, *_load(claims, report.path, args.traces)) for claims in chosen]
+    store = None
+    if args.db:
+        from engine.landscape.store import Store
+
+        store = Store.open(args.db)
+    results = []
+    with sigterm_interrupts():
+        try:
+            for claims, ref, program in loaded:
+                results.append(_check_trace(claims, ref, program, report, policy, args, store))
+        except KeyboardInterrupt as interrupt:
+            print("dtr-landscape: check interrupted", file=sys.stderr)
+            return exit_code(interrupt)
+        finally:
+            if store is not None:
+                store.compact()
+    agrees = all(r["agrees"] for r in results)
+    if args.json:
+        out = {"report": args.report, "backend": args.backend, "traces": results}
+        print(json.dumps({**out, "agrees": agrees}))
+    else:
+        for r in results:
+            _print_trace(r, args.backend)
+    return 0 if agrees else 1
+
+
+def _load(claims: Any, path: str, traces: str | None) -> tuple[Any, Any]:
+    from engine.sim.simulate import load
+
+    ref, program = load(claims.name, traces)
+    if program.sha256 != claims.sha256:
+        raise ValueError(
+            f"{path}: traces[{claims.index}] ({claims.name}) was made from the trace of "
+            f"SHA-256 {claims.sha256}; {ref.path} is {program.sha256}"
+        )
+    return ref, program
+
+
+def _check_trace(
+    claims: Any,
+    ref: Any,
+    program: Any,
+    report: Any,
+    policy: str,
+    args: argparse.Namespace,
+    store: Any,
+) -> dict[str, Any]:
+    from engine.landscape.progress import Progress
+    from engine.landscape.report_check import edge_budgets, inconsistencies, judged, run_budgets
+    from engine.sim.simulate import baseline
+
+    problems = inconsistencies(claims)
+    peak = baseline(program).peak
+    if peak != claims.peak:
+        problems.append(
+            f"traces[{claims.index}] ({claims.name}): peak is {claims.peak:,} in the report, "
+            f"{peak:,} by this engine"
+        )
+    budgets = edge_budgets(claims.holes)
+    progress = Progress(len(budgets), label=f"{claims.name}: edge runs")
+
+    def finished() -> Any:
+        for budget, record, error in run_budgets(
+            ref,
+            program.sha256,
+            budgets,
+            policy=policy,
+            cap=report.cap,
+            backend=args.backend,
+            workers=args.workers,
+            scheduler=args.scheduler,
+        ):
+            if store is not None and record is not None:
+                _store(store, record, report.cap)
+            progress.update(str(record["status"]) if record else "error")
+            yield budget, record, error
+
+    try:
+        edges = judged(claims.holes, finished())
+    finally:
+        progress.close()
+    holes = []
+    for k, hole in enumerate(claims.holes):
+        mine = edges[4 * k : 4 * k + 4]
+        holes.append(
+            {
+                "first_fail_byte": hole.first,
+                "last_fail_byte": hole.last,
+                "width": hole.last - hole.first + 1,
+                "agrees": all(e.problem is None for e in mine),
+                "edges": [e.as_dict() for e in mine],
+            }
+        )
+    return {
+        "trace": claims.name,
+        "trace_sha256": claims.sha256,
+        "holes": holes,
+        "runs": len(budgets),
+        "problems": problems,
+        "agrees": not problems and all(h["agrees"] for h in holes),
+    }
+
+
+def _store(store: Any, record: dict[str, Any], cap: float) -> None:
+    """Store the run under a new id, which the record then carries into the output."""
+    import uuid
+
+    from engine.landscape.store import flatten
+
+    record["run_id"] = uuid.uuid4().hex
+    store.add_rows("runs", [flatten(record, source="engine", stage="check", cap=cap)])
+
+
+def _print_trace(result: dict[str, Any], backend: str) -> None:
+    holes = result["holes"]
+    wrong = [h for h in holes if not h["agrees"]]
+    verdict = (
+        "every edge as reported"
+        if not wrong
+        else f"{len(wrong)} hole{'s' if len(wrong) != 1 else ''} not as reported"
+    )
+    print(
+        f"{result['trace']}: {len(holes)} hole{'s' if len(holes) != 1 else ''}, "
+        f"{result['runs']} runs on {'unmodified simrd' if backend == 'simrd' else 'the engine'}: "
+        f"{verdict}"
+    )
+    for problem in result["problems"]:
+        print(f"  report: {problem}")
+    for hole in wrong:
+        for edge in hole["edges"]:
+            if not edge["agrees"]:
+                print(
+                    f"  hole [{hole['first_fail_byte']:,}, {hole['last_fail_byte']:,}], "
+                    f"{edge['side']} (budget {edge['budget']:,}): {edge['problem']}"
+                )
