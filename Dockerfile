@@ -33,9 +33,13 @@ RUN pip install --no-cache-dir -c /tmp/constraints.txt /wheels/*.whl \
 # Refuse to build an image that would run the 20-100x slower pure-Python runtime.
 RUN python -c "from engine.sim import native; import sys; print(native.backend_description()); sys.exit(not native.available())"
 
+# The published report (docs/landscapes.json) for the dashboard's /published page.
+COPY --from=build /src/docs/landscapes.json /usr/local/share/dtr-landscape/landscapes.json
+
 VOLUME ["/traces", "/data"]
 ENV DTR_LANDSCAPE_TRACES=/traces \
-    DTR_LANDSCAPE_DB=/data/landscape.duckdb
+    DTR_LANDSCAPE_DB=/data/landscape.duckdb \
+    DTR_LANDSCAPE_REPORT=/usr/local/share/dtr-landscape/landscapes.json
 
 EXPOSE 8050
 CMD ["dtr-landscape", "serve", "--host", "0.0.0.0"]

@@ -42,6 +42,7 @@ MODES: dict[str, str] = {
     "refine": "refine a range (from, to, points)",
     "walk": "exact walk over a range",
     "edges": "edge search (whole trace)",
+    "published": "the published holes' edges (check-report)",
 }
 
 
@@ -162,9 +163,13 @@ def validate(
     traces: Collection[str],
     policies: Collection[str],
     peak: int | None = None,
+    report: str | None = None,
+    report_traces: Collection[str] = (),
 ) -> tuple[dict[str, Any], str]:
     """The job spec and a one-line label for the form's values, or LaunchError. `traces`: the
-    engine's catalog (app/data.py `catalog`), not every trace the store has runs of."""
+    engine's catalog (app/data.py `catalog`), not every trace the store has runs of;
+    `report`, `report_traces`: the published report the server shows (app/published.py) and
+    its traces, never a path from the form."""
     trace = str(form.get("trace") or "")
     if trace not in traces:  # the engine's catalog: a trace only the store knows cannot run
         raise LaunchError(
@@ -215,6 +220,16 @@ def validate(
         start, stop = _range(form)
         spec.update(range=[start, stop])
         label = f"exact walk {start:g}..{stop:g}"
+    elif mode == "published":
+        if report is None:
+            raise LaunchError("No published report is shown here; nothing was launched.")
+        if trace not in report_traces:
+            raise LaunchError(
+                f"The published report ({report}) has no trace {trace!r}; nothing was launched."
+            )
+        spec.update(report=report)
+        # the report's own policy and cap, whatever the form says
+        return spec, f"the published holes' edges of {trace} ({Path(report).name})"
     else:  # edges: the engine's edge search covers the whole trace
         label = "edge search"
     return spec, f"{label}, {policy}, cap {cap:g}"
@@ -309,6 +324,10 @@ def plan(
         # chunks of the range on `workers` processes, as a sweep's points are
         argv += ["--policy", policy, "--cap", cap, "--workers", str(workers)]
         argv += ["--db", str(db), "--json"]
+        return Plan([Step(argv, "", stores=False)])
+    if kind == "published":
+        argv = engine("check-report", spec["report"], "--trace", trace)
+        argv += ["--workers", str(workers), "--db", str(db), "--json"]
         return Plan([Step(argv, "", stores=False)])
     if kind == "edges":
         if "edges" not in commands:

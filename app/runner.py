@@ -219,7 +219,12 @@ class Runner:
         if active.step + 1 < len(active.plan.steps):
             self.active[job_id] = self._spawn(active.job, active.plan, active.step + 1, active.log)
             return
-        self.jobs.update(job_id, done=active.plan.total or active.step + 1)
+        total = active.plan.total
+        if total is None and len(active.plan.steps) == 1:
+            # a command that counts its own work (check-report's "12/12"): all of it is done
+            job = self.jobs.get(job_id)
+            total = job.total if job is not None else None
+        self.jobs.update(job_id, done=total or active.step + 1)
         self._end(active, "done", code, None)
 
     def _read_progress(self, active: Active) -> None:

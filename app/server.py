@@ -38,7 +38,13 @@ def create_app() -> dash.Dash:
             html.Header(
                 [
                     html.H1(dcc.Link(TITLE, href="/")),
-                    html.Nav(dcc.Link("Overview", href="/")),
+                    html.Nav(
+                        [
+                            dcc.Link("Overview", href="/"),
+                            " ",
+                            dcc.Link("Published", href="/published"),
+                        ]
+                    ),
                 ]
             ),
             html.Main(dash.page_container),

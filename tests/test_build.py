@@ -46,6 +46,13 @@ def test_the_docker_image_builds_the_c_runtime_in_a_stage_with_a_compiler() -> N
     assert any(line.startswith("COPY --from=build /wheels") for line in final)
     assert any("pip install" in line and "/wheels/" in line for line in final)
     assert any("native.available()" in line for line in final)
+    # the published report, for /published: copied in and named where the app looks
+    [copied] = [line for line in final if "docs/landscapes.json" in line]
+    report = copied.split()[-1]
+    assert copied.startswith("COPY --from=build /src/docs/landscapes.json ")
+    assert any(
+        line.startswith("ENV ") and f"DTR_LANDSCAPE_REPORT={report}" in line for line in final
+    )
 
 
 def _prerequisites(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -87,6 +87,30 @@ def test_runner_stores_a_run_and_its_event_log(runner: Path) -> None:
     assert len(store.runs("synthetic-mlp")) == 1  # the replay added no second point
 
 
+def test_a_published_holes_edges_job_stores_their_runs(runner: Path, tmp_path: Path) -> None:
+    """A report of the synthetic trace's three holes (walked into another store), checked as a
+    job: twelve runs stored, stage "check"."""
+    walked = str(tmp_path / "walked.duckdb")
+    engine = [sys.executable, "-m", "engine.cli.main"]
+    walk = [*engine, "landscape", "synthetic-mlp", "--from", "0.40", "--to", "0.43", "--db", walked]
+    subprocess.run(walk, cwd=REPO, check=True, capture_output=True)
+    report = subprocess.run(
+        [*engine, "holes", "--all", "--db", walked, "--json"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    )
+    path = tmp_path / "report.json"
+    path.write_bytes(report.stdout)
+    jobs = JobStore.beside(runner)
+    job_id = jobs.submit(spec(kind="published", report=str(path)), "published holes")
+    job = wait_for(jobs, job_id, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "done" and job.exit_code == 0, job
+    assert (job.done, job.total) == (12, 12)
+    runs = Store.open(runner).runs("synthetic-mlp")
+    assert len(runs) == 12 and set(runs["stage"]) == {"check"}
+
+
 def test_a_failing_engine_command_fails_the_job(runner: Path) -> None:
     jobs = JobStore.beside(runner)
     job_id = jobs.submit(spec(kind="run", budget=1000, retain="999999", total=1), "bad")

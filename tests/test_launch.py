@@ -152,3 +152,35 @@ def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
         for step in plan(spec, db=db, commands=commands).steps:
             args = parser.parse_args(step.argv[3:])
             assert args.command == step.argv[3]
+
+
+def test_the_published_holes_edges_of_a_trace_of_the_shown_report(tmp_path: Path) -> None:
+    from engine.cli.main import build_parser
+
+    form = {"trace": "synthetic-mlp", "policy": "DTR", "cap": "60", "mode": "published"}
+    spec, label = validate(
+        form,
+        traces=TRACES,
+        policies=POLICIES,
+        report="/r/report.json",
+        report_traces=["a", "synthetic-mlp"],
+    )
+    assert spec["kind"] == "published" and spec["report"] == "/r/report.json"
+    assert label == "the published holes' edges of synthetic-mlp (report.json)"
+    with pytest.raises(LaunchError, match="No published report is shown here"):
+        validate(form, traces=TRACES, policies=POLICIES)
+    with pytest.raises(LaunchError, match=r"\(/r/report.json\) has no trace 'synthetic-mlp'"):
+        validate(
+            form, traces=TRACES, policies=POLICIES, report="/r/report.json", report_traces=["a"]
+        )
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    [step] = plan(spec, db=tmp_path / "s.duckdb", commands=commands, workers=2).steps
+    args = parser.parse_args(step.argv[3:])
+    assert (args.command, args.report, args.trace, args.workers) == (
+        "check-report",
+        "/r/report.json",
+        ["synthetic-mlp"],
+        2,
+    )
+    assert args.db == str(tmp_path / "s.duckdb") and not step.stores

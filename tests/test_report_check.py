@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engine.landscape.report import markdown_table
 from engine.landscape.report_check import Hole, TraceClaims, inconsistencies, read_report
 from engine.landscape.store import Store
 from tests.helpers import REPO, cli
@@ -167,6 +168,13 @@ def test_the_published_report_agrees_with_itself() -> None:
     assert sum(len(t.holes) for t in report.traces) == 119
     for trace in report.traces:
         assert inconsistencies(trace) == [], trace.name
+
+
+def test_the_readmes_table_is_the_reports() -> None:
+    """README.md's table is `holes --all --markdown` of docs/landscapes.json, as it says."""
+    table = markdown_table(_published())
+    assert table.count("\n") == 2 + 8 - 1
+    assert table in (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def test_self_consistency_rules() -> None:

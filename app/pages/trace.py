@@ -28,7 +28,7 @@ from dash import (
 )
 from dash.exceptions import PreventUpdate
 
-from app import data, ids, settings
+from app import data, ids, published, settings
 from app.access import token_problem, token_required
 from app.components.charts import DEPTH_COLUMNS
 from app.components.jobs_panel import jobs_panel
@@ -233,11 +233,14 @@ def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
     if problem:
         return _error(f"{problem} Nothing was launched.")
     try:
+        report, report_traces = published.launchable()
         spec, label = validate(
             form,
             traces=data.catalog(),
             policies=data.policies(),
             peak=data.peak(str(form.get("trace"))),
+            report=report,
+            report_traces=report_traces,
         )
     except LaunchError as exc:
         return _error(str(exc))

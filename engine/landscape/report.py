@@ -228,6 +228,59 @@ def certified_share(
     return covered_bytes(certified, a, b) / (b - a + 1)
 
 
+def summary_rows(
+    report: dict[str, Any], *, start: float = USEFUL_RANGE[0], end: float = USEFUL_RANGE[1]
+) -> list[dict[str, Any]]:
+    """Per trace of a report: its executions, the certified share of [start, end], the holes
+    there (count, failing bytes, the widest), what it says of the paper's sampled regions and
+    the run time. One reading for the README's table and the dashboard's published page."""
+    rows = []
+    for t in report["traces"]:
+        peak = t["peak"]
+        a, b = budget_range(peak, start, end)
+        share = certified_share(
+            ((c["from_budget"], c["to_budget"]) for c in t["certified"]), peak, start, end
+        )
+        holes = [h for h in t["holes"] if h["last_fail_byte"] >= a and h["first_fail_byte"] <= b]
+        widest = max(holes, key=lambda h: h["last_fail_byte"] - h["first_fail_byte"], default=None)
+        seconds = t.get("run_seconds", 0.0)
+        rows.append(
+            {
+                "trace": t["trace"],
+                "executions": t["executions"],
+                "certified_share": share,
+                "holes": len(holes),
+                "failing_bytes": sum(h["last_fail_byte"] - h["first_fail_byte"] + 1 for h in holes),
+                "widest": None
+                if widest is None
+                else {
+                    "first_fail_byte": widest["first_fail_byte"],
+                    "last_fail_byte": widest["last_fail_byte"],
+                    "width": widest["last_fail_byte"] - widest["first_fail_byte"] + 1,
+                    "first_fail_ratio": widest["first_fail_byte"] / peak,
+                    "last_fail_ratio": widest["last_fail_byte"] / peak,
+                },
+                "paper": _paper_verdict(t.get("published")),
+                "run_time": _duration(seconds) if isinstance(seconds, int | float) else "-",
+            }
+        )
+    return rows
+
+
+def _paper_verdict(published: Any) -> str:
+    if not isinstance(published, dict):
+        return "not in Table 1"
+    found = len(published.get("holes_not_in_paper") or [])
+    if published.get("paper_reports_none"):
+        return f"none; {_count(found, 'exact hole')} found"
+    regions = published.get("regions") or []
+    agree = _all_agree([r.get("agrees") for r in regions])
+    verdict = {True: "agree", False: "DISAGREE", None: "not all walked yet"}[agree]
+    return (
+        f"{_count(len(regions), 'region')}, samples {verdict}; {_count(found, 'more exact hole')}"
+    )
+
+
 def markdown_table(
     report: dict[str, Any], *, start: float = USEFUL_RANGE[0], end: float = USEFUL_RANGE[1]
 ) -> str:
@@ -237,36 +290,18 @@ def markdown_table(
         "| widest hole (bytes, ratios) | paper's sampled regions | run time (one process) |",
         "|---|---:|---:|---:|---:|---|---|---:|",
     ]
-    for t in report["traces"]:
-        peak = t["peak"]
-        a, b = budget_range(peak, start, end)
-        share = certified_share(
-            ((c["from_budget"], c["to_budget"]) for c in t["certified"]), peak, start, end
-        )
-        holes = [h for h in t["holes"] if h["last_fail_byte"] >= a and h["first_fail_byte"] <= b]
-        widest = max(holes, key=lambda h: h["width"], default=None)
+    for row in summary_rows(report, start=start, end=end):
+        widest = row["widest"]
         widest_text = (
             f"{widest['width']:,} "
             f"({widest['first_fail_ratio']:.5f}-{widest['last_fail_ratio']:.5f})"
             if widest
             else "-"
         )
-        published = t.get("published")
-        if published is None:
-            paper = "not in Table 1"
-        elif published["paper_reports_none"]:
-            paper = f"none; {_count(len(published['holes_not_in_paper']), 'exact hole')} found"
-        else:
-            agree = _all_agree([r["agrees"] for r in published["regions"]])
-            verdict = {True: "agree", False: "DISAGREE", None: "not all walked yet"}[agree]
-            paper = (
-                f"{_count(len(published['regions']), 'region')}, samples {verdict}; "
-                f"{_count(len(published['holes_not_in_paper']), 'more exact hole')}"
-            )
         lines.append(
-            f"| {t['trace']} | {t['executions']:,} | {share:.4f} | {len(holes):,} "
-            f"| {sum(h['width'] for h in holes):,} | {widest_text} | {paper} "
-            f"| {_duration(t.get('run_seconds', 0.0))} |"
+            f"| {row['trace']} | {row['executions']:,} | {row['certified_share']:.4f} "
+            f"| {row['holes']:,} | {row['failing_bytes']:,} | {widest_text} | {row['paper']} "
+            f"| {row['run_time']} |"
         )
     return "\n".join(lines)
 

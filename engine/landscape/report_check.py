@@ -129,6 +129,7 @@ def read_report(path: str | os.PathLike[str]) -> Report:
 
 def _trace(index: int, f: _Fields) -> TraceClaims:
     name, sha256, peak = f.text("trace"), f.text("trace_sha256"), f.whole("peak")
+    f.whole("executions")  # read by the summary (engine/landscape/report.py, summary_rows)
     certified = []
     for k, item in enumerate(f.list("certified")):
         c = f.child(f"certified[{k}]", item)
