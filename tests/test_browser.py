@@ -601,3 +601,40 @@ def test_inceptionv4_the_papers_divergence_in_the_browser(  # type: ignore[no-un
     stored = retain_and_see_outcome(page, db, analysis)
     assert stored["status"] == "ok"
     shot(page, "compare-inceptionv4-what-if")
+
+
+def test_a_published_hole_checked_here_and_explained(  # type: ignore[no-untyped-def]
+    page, dtr_server, tmp_path: Path
+) -> None:
+    """From /published to ResNet-32's page, its published holes' edges run here as a job, then
+    a hole's sides compared: from the report's bytes to why the budget fails."""
+    base, db = dtr_server
+    page.goto(base + "/")
+    page.get_by_role("link", name="Published").click()
+    page.wait_for_url("**/published")
+    expect(page.locator("table.report-summary tbody tr")).to_have_count(8)
+    section = page.locator("#published-resnet32")
+    expect(section).to_contain_text("1,024,657,200 (0.101843)")  # the paper's hole, exact
+    shot(page, "published")
+    section.get_by_role("link", name="its page", exact=True).click()
+    page.wait_for_url("**/trace/resnet32")
+    assert "Queued job" in launch(page, "published")
+    page.wait_for_function(
+        """() => { const p = document.querySelector('#trace-strip .js-plotly-plot');
+                   return !!(p && p.data) && p.data.filter(t => t.type === 'scatter')
+                     .reduce((n, t) => n + t.x.length, 0) === 28; }""",
+        timeout=JOB_WAIT_MS,
+    )
+    stored = Store.open(db).runs("resnet32")
+    assert len(stored) == 28 and set(stored["stage"]) == {"check"}
+    # runs in bytes are no grid samples; their intervals prove the holes whose failing
+    # executions they cover (5 of the 7: two have failing executions between their edges)
+    rows = page.locator(f"#{ids.TRACE_EXACT_HOLES} td[data-dash-column='compare']")
+    expect(rows).to_have_count(5)
+    rows.first.click()
+    page.wait_for_url("**/compare?**")
+    query = parse_qs(urlparse(page.url).query)
+    run_a, run_b = query["a"][0], query["b"][0]
+    analysis = engine_analysis(db, run_a, run_b, tmp_path / "events")
+    assert (analysis["runs"]["a"]["status"], analysis["runs"]["b"]["status"]) == ("ok", "oom")
+    check_comparison(page, analysis)

@@ -94,7 +94,8 @@ def holes_section(entry: dict[str, Any], report_file: str) -> html.Section:
                     html.Code(f"dtr-landscape check-report {report_file} --trace {name}"),
                     ", or launch \u201cthe published holes' edges\u201d on ",
                     dcc.Link("its page", href=f"/trace/{name}"),
-                    ": the runs are stored, and its holes table compares each hole's sides.",
+                    ": the runs are stored, and its exact holes table compares the sides of "
+                    "each hole they prove.",
                 ]
             ),
         ],
