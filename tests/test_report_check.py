@@ -218,7 +218,8 @@ def test_self_consistency_rules() -> None:
         ),
         (
             '{"policy": "DTR", "cap": 60, "traces": [{"trace": "resnet32", "trace_sha256": "ab",'
-            ' "peak": 10, "certified": [{"from_budget": 1, "to_budget": "2"}]}]}',
+            ' "peak": 10, "executions": 3,'
+            ' "certified": [{"from_budget": 1, "to_budget": "2"}]}]}',
             "report.json: traces[0].certified[0].to_budget: expected a whole number of bytes or "
             'null, got "2"',
         ),
@@ -250,6 +251,8 @@ def test_another_trace_or_a_bad_choice_is_refused(tmp_path: Path, traces_dir: Pa
     assert "--trace: resnet23 not in" in err and "it has densenet121, inceptionv4" in err
     code, _, err = _check(PUBLISHED, traces_dir, "--backend", "simrd", "--workers", "2")
     assert code == 2 and "--backend simrd runs in this process" in err
+    code, _, err = _check(PUBLISHED, traces_dir, "--backend", "simrd", "--interior")
+    assert code == 2 and "--interior walks on the engine: not with --backend simrd" in err
 
 
 def test_the_published_edges_on_unmodified_simrd(
@@ -265,3 +268,45 @@ def test_the_published_edges_on_unmodified_simrd(
     out = json.loads(done.stdout)
     assert out["backend"] == "simrd" and out["agrees"] is True
     assert out["traces"][0]["runs"] == 8
+
+
+def test_every_byte_of_the_holes_walked_again(tmp_path: Path, traces_dir: Path) -> None:
+    code, out, err = _check(
+        PUBLISHED, traces_dir, "--trace", "resnet32", "--trace", "unet", "--interior", "--json"
+    )
+    assert code == 0, err
+    for trace in out["traces"]:
+        report = {h["first_fail_byte"]: h for t in _published()["traces"] for h in t["holes"]}
+        for hole in trace["holes"]:
+            assert hole["interior"]["agrees"] is True
+            assert hole["interior"]["executions"] == report[hole["first_fail_byte"]]["intervals"]
+    walked = [sum(h["interior"]["executions"] for h in t["holes"]) for t in out["traces"]]
+    assert walked == [298, 47]
+
+
+def test_two_holes_said_to_be_one_pass_the_edges_but_not_the_walk(
+    tmp_path: Path, traces_dir: Path
+) -> None:
+    """Holes 4 and 5 of ResNet-32 (128 bytes each, ok bytes between) reported as one: its four
+    edges are right, only walking it finds the ok executions inside."""
+    report = _only(_published(), "resnet32")
+    entry = report["traces"][0]
+    peak, holes = entry["peak"], entry["holes"]
+    merged = {**holes[3], "last_fail_byte": holes[4]["last_fail_byte"]}
+    merged["width"] = merged["last_fail_byte"] - merged["first_fail_byte"] + 1
+    merged["last_fail_ratio"] = merged["last_fail_byte"] / peak
+    merged["width_ratio"] = merged["width"] / peak
+    merged["intervals"] = holes[3]["intervals"] + holes[4]["intervals"]
+    entry["holes"] = [*holes[:3], merged, *holes[5:]]
+    entry["failing_bytes_in_holes"] = sum(h["width"] for h in entry["holes"])
+    path = _write(tmp_path, report)
+    code, out, err = _check(path, traces_dir)
+    assert code == 0, err
+    assert "6 holes, 24 runs on the engine: every hole as reported" in out
+    code, out, _ = _check(path, traces_dir, "--interior")
+    assert code == 1
+    assert "6 holes, 24 runs on the engine, 305 executions walked inside: 1 hole not as" in out
+    assert (
+        "hole [1,069,692,896, 1,069,695,583], walked: inside the hole the walk found ok "
+        "[1,069,693,024, " in out
+    )

@@ -11,9 +11,12 @@ report holds, 1 when a run or the report itself says otherwise (each difference 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from engine.cli import arguments
@@ -44,7 +47,15 @@ def register(sub: Any) -> dict[str, Handler]:
     run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
     run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
     check.add_argument(
-        "--db", metavar="PATH", help="also store the engine's runs there (to open them)"
+        "--interior",
+        action="store_true",
+        help="also walk every hole from first - 1 to last + 1, each execution inside (engine)",
+    )
+    check.add_argument(
+        "--db",
+        metavar="PATH",
+        help="also store the engine's runs there, to open them (--interior walks reuse what it "
+        "holds; without --db they walk into a temporary store)",
     )
     check.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
     check.add_argument("--json", action="store_true", help="print one JSON object")
@@ -57,6 +68,8 @@ def command_check_report(args: argparse.Namespace) -> int:
 
     if args.backend == "simrd" and (args.workers > 1 or args.scheduler or args.db):
         raise ValueError("--backend simrd runs in this process: no --workers, --scheduler or --db")
+    if args.backend == "simrd" and args.interior:
+        raise ValueError("--interior walks on the engine: not with --backend simrd")
     report = read_report(args.report)
     policy = make_policy(report.policy).spec  # a report of another policy names it
     chosen = list(report.traces)
@@ -71,22 +84,28 @@ def command_check_report(args: argparse.Namespace) -> int:
         chosen = [t for t in chosen if t.name in args.trace]
     # every trace found and the one its claims were made from, before anything runs or is stored
     loaded = [(claims, *_load(claims, report.path, args.traces)) for claims in chosen]
-    store = None
-    if args.db:
-        from engine.landscape.store import Store
+    with contextlib.ExitStack() as cleanup:
+        store = walks = None
+        if args.db or args.interior:
+            from engine.landscape.store import Store
 
-        store = Store.open(args.db)
-    results = []
-    with sigterm_interrupts():
-        try:
-            for claims, ref, program in loaded:
-                results.append(_check_trace(claims, ref, program, report, policy, args, store))
-        except KeyboardInterrupt as interrupt:
-            print("dtr-landscape: check interrupted", file=sys.stderr)
-            return exit_code(interrupt)
-        finally:
-            if store is not None:
-                store.compact()
+            folder = args.db or cleanup.enter_context(tempfile.TemporaryDirectory())
+            walks = Store.open(args.db or Path(folder) / "walks.duckdb")
+            store = walks if args.db else None
+        results = []
+        with sigterm_interrupts():
+            try:
+                for claims, ref, program in loaded:
+                    result = _check_trace(claims, ref, program, report, policy, args, store)
+                    if args.interior:
+                        _walk_holes(result, claims, ref, report, policy, args, walks)
+                    results.append(result)
+            except KeyboardInterrupt as interrupt:
+                print("dtr-landscape: check interrupted", file=sys.stderr)
+                return exit_code(interrupt)
+            finally:
+                if store is not None:
+                    store.compact()
     agrees = all(r["agrees"] for r in results)
     if args.json:
         out = {"report": args.report, "backend": args.backend, "traces": results}
@@ -174,6 +193,44 @@ def _check_trace(
     }
 
 
+def _walk_holes(
+    result: dict[str, Any],
+    claims: Any,
+    ref: Any,
+    report: Any,
+    policy: str,
+    args: argparse.Namespace,
+    walks: Any,
+) -> None:
+    """Each hole walked from first - 1 to last + 1, judged execution by execution."""
+    from engine.landscape.report_check import judge_interior
+    from engine.landscape.walk import walk_landscape
+
+    for hole, shown in zip(claims.holes, result["holes"], strict=True):
+        walked = walk_landscape(
+            walks,
+            ref,
+            start=hole.first - 1,
+            end=hole.last + 1,
+            policy=policy,
+            cap=report.cap,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            progress=sys.stderr,
+        )
+        problem = judge_interior(hole, walked["intervals"])
+        shown["interior"] = {
+            "executions": sum(
+                1 for s in walked["intervals"] if hole.first <= s["lo"] and s["lo"] <= hole.last
+            ),
+            "runs_executed": walked["runs_executed"],
+            "agrees": problem is None,
+            "problem": problem,
+        }
+        shown["agrees"] = shown["agrees"] and problem is None
+    result["agrees"] = not result["problems"] and all(h["agrees"] for h in result["holes"])
+
+
 def _store(store: Any, record: dict[str, Any], cap: float) -> None:
     """Store the run under a new id, which the record then carries into the output."""
     import uuid
@@ -188,21 +245,24 @@ def _print_trace(result: dict[str, Any], backend: str) -> None:
     holes = result["holes"]
     wrong = [h for h in holes if not h["agrees"]]
     verdict = (
-        "every edge as reported"
+        "every hole as reported"
         if not wrong
         else f"{len(wrong)} hole{'s' if len(wrong) != 1 else ''} not as reported"
     )
+    walked = [h["interior"]["executions"] for h in holes if "interior" in h]
+    inside = f", {sum(walked):,} executions walked inside" if walked else ""
     print(
         f"{result['trace']}: {len(holes)} hole{'s' if len(holes) != 1 else ''}, "
-        f"{result['runs']} runs on {'unmodified simrd' if backend == 'simrd' else 'the engine'}: "
-        f"{verdict}"
+        f"{result['runs']} runs on {'unmodified simrd' if backend == 'simrd' else 'the engine'}"
+        f"{inside}: {verdict}"
     )
     for problem in result["problems"]:
         print(f"  report: {problem}")
     for hole in wrong:
+        where = f"  hole [{hole['first_fail_byte']:,}, {hole['last_fail_byte']:,}]"
         for edge in hole["edges"]:
             if not edge["agrees"]:
-                print(
-                    f"  hole [{hole['first_fail_byte']:,}, {hole['last_fail_byte']:,}], "
-                    f"{edge['side']} (budget {edge['budget']:,}): {edge['problem']}"
-                )
+                print(f"{where}, {edge['side']} (budget {edge['budget']:,}): {edge['problem']}")
+        interior = hole.get("interior") or {}
+        if interior.get("problem"):
+            print(f"{where}, walked: {interior['problem']}")

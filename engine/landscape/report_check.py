@@ -10,8 +10,9 @@ a hole [first, last] has exact edges when
 - the run at last fails, and its interval ends at last;
 - the run at last + 1 completes, and its interval starts at last + 1.
 
-Four runs per hole, whatever its width. The bytes between the edges are what the walk
-classified; walking them again is `landscape TRACE --from-budget FIRST --to-budget LAST`.
+Four runs per hole, whatever its width. With `--interior` the bytes between are walked again
+too, from first - 1 to last + 1 (`judge_interior`): every execution inside must fail, as
+many as the report counts, and the chain must meet the ok intervals at both edges.
 Before any run, the report is read for what it states of itself (`inconsistencies`): holes
 sorted, apart and inside certified stretches, widths, ratios and totals that follow from the
 bytes. A file that is not such a report is refused with the field and what was expected.
@@ -43,6 +44,7 @@ class Hole:
     first: int  # first failing byte
     last: int  # last failing byte
     statuses: tuple[str, ...]  # the failing statuses the report saw inside it
+    executions: int | None = None  # its failing executions, as the report counts them
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,10 @@ def _trace(index: int, f: _Fields) -> TraceClaims:
             h.child(f"statuses[{j}]", s).value(str, "a status")
             for j, s in enumerate(h.list("statuses"))
         )
-        holes.append(Hole(h.whole("first_fail_byte"), h.whole("last_fail_byte"), statuses))
+        executions = h.whole("intervals", nullable=True) if "intervals" in h.data else None
+        holes.append(
+            Hole(h.whole("first_fail_byte"), h.whole("last_fail_byte"), statuses, executions)
+        )
     return TraceClaims(
         index,
         name,
@@ -352,3 +357,37 @@ def run_budgets(
                 yield finished.task.budget, finished.record, finished.error
     finally:
         executor.close()
+
+
+def judge_interior(hole: Hole, steps: Sequence[dict[str, Any]]) -> str | None:
+    """None when the walked intervals of [first - 1, last + 1] (sorted, touching, as
+    walk_landscape returns them) are the hole as the report says: ok up to first - 1, failing
+    executions covering [first, last] exactly (as many as it counts), ok from last + 1."""
+
+    def covers(step: dict[str, Any], budget: int) -> bool:
+        return bool(step["lo"] <= budget and (step["hi"] is None or budget <= step["hi"]))
+
+    def shown(step: dict[str, Any] | None) -> str:
+        if step is None:
+            return "no execution"
+        hi = "..." if step["hi"] is None else f"{step['hi']:,}"
+        return f"{step['status']} [{step['lo']:,}, {hi}]"
+
+    below = next((s for s in steps if covers(s, hole.first - 1)), None)
+    above = next((s for s in steps if covers(s, hole.last + 1)), None)
+    if below is None or below["status"] != "ok" or below["hi"] != hole.first - 1:
+        return f"below the hole the walk found {shown(below)}"
+    if above is None or above["status"] != "ok" or above["lo"] != hole.last + 1:
+        return f"above the hole the walk found {shown(above)}"
+    inside = [
+        s for s in steps if s["lo"] >= hole.first and s["hi"] is not None and s["hi"] <= hole.last
+    ]
+    for step in inside:
+        if not failing(str(step["status"])):
+            return f"inside the hole the walk found {shown(step)}"
+    covered = sum(s["hi"] - s["lo"] + 1 for s in inside)
+    if covered != hole.last - hole.first + 1:
+        return f"the walk covered {covered:,} of the hole's {hole.last - hole.first + 1:,} bytes"
+    if hole.executions is not None and len(inside) != hole.executions:
+        return f"the walk found {len(inside):,} failing executions, the report {hole.executions:,}"
+    return None
