@@ -42,7 +42,7 @@ MODES: dict[str, str] = {
     "refine": "refine a range (from, to, points)",
     "walk": "exact walk over a range",
     "edges": "edge search (whole trace)",
-    "published": "the published holes' edges (check-report)",
+    "published": "the published holes' edges (the report's policy and cap)",
 }
 
 
