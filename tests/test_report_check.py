@@ -238,6 +238,13 @@ def test_not_a_report(tmp_path: Path, traces_dir: Path, text: str, message: str)
         read_report(path)
 
 
+def test_a_binary_file_is_not_a_report(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_bytes(b'{"policy": "\xff"}')
+    with pytest.raises(ValueError, match=r"report.json: not UTF-8 text \(byte 12\)"):
+        read_report(path)
+
+
 def test_another_trace_or_a_bad_choice_is_refused(tmp_path: Path, traces_dir: Path) -> None:
     report = _only(_published(), "resnet32")
     report["traces"][0]["trace_sha256"] = "0" * 64

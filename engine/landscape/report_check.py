@@ -30,8 +30,7 @@ from typing import Any
 from engine.landscape.intervals import failing
 from engine.sim.catalog import TraceRef
 
-# The four runs a hole's claim rests on, in budget order: (side, offset from the edge it
-# names, whether the run must fail, which end of its interval must be that budget).
+# The four runs a hole's claim rests on, in budget order (first - 1, first, last, last + 1).
 SIDES = ("ok below", "first failing", "last failing", "ok above")
 
 
@@ -117,6 +116,8 @@ def read_report(path: str | os.PathLike[str]) -> Report:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ReportError(f"{name}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ReportError(f"{name}: not UTF-8 text (byte {exc.start})") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
