@@ -89,9 +89,11 @@ def command_check_report(args: argparse.Namespace) -> int:
         if args.db or args.interior:
             from engine.landscape.store import Store
 
-            folder = args.db or cleanup.enter_context(tempfile.TemporaryDirectory())
-            walks = Store.open(args.db or Path(folder) / "walks.duckdb")
-            store = walks if args.db else None
+            if args.db:
+                store = walks = Store.open(args.db)
+            else:  # the interior walks need a store; this one goes with the command
+                folder = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
+                walks = Store.open(folder / "walks.duckdb")
         results = []
         with sigterm_interrupts():
             try:
@@ -100,6 +102,9 @@ def command_check_report(args: argparse.Namespace) -> int:
                     if args.interior:
                         _walk_holes(result, claims, ref, report, policy, args, walks)
                     results.append(result)
+                    if not args.json:  # each trace as it is checked: a long check shows progress
+                        _print_trace(result, args.backend)
+                        sys.stdout.flush()
             except KeyboardInterrupt as interrupt:
                 print("dtr-landscape: check interrupted", file=sys.stderr)
                 return exit_code(interrupt)
@@ -110,9 +115,6 @@ def command_check_report(args: argparse.Namespace) -> int:
     if args.json:
         out = {"report": args.report, "backend": args.backend, "traces": results}
         print(json.dumps({**out, "agrees": agrees}))
-    else:
-        for r in results:
-            _print_trace(r, args.backend)
     return 0 if agrees else 1
 
 
