@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from engine.landscape.distributed import Executor, Finished, RunTask, open_executor
 from engine.landscape.progress import Progress
 from engine.landscape.sampling import Sample, SweepSpec, plan_sweep, refine
+from engine.landscape.signals import interrupts_held
 from engine.sim.catalog import TraceNotFound, resolve
 
 if TYPE_CHECKING:  # the store (and DuckDB) is imported only when a sweep runs
@@ -138,8 +139,9 @@ def _publish(store: Store, spec: SweepSpec, batch: list[Finished], tally: Tally)
         )
         statuses.append(str(record["status"]))
         tally.by_status[record["status"]] += 1
-    store.add_rows("runs", rows)
-    tally.done += len(rows)
+    with interrupts_held():  # stored and counted, or neither
+        store.add_rows("runs", rows)
+        tally.done += len(rows)
     tally.since_compact += len(rows)
     if tally.since_compact >= COMPACT_EVERY:
         store.compact()
