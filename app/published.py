@@ -6,7 +6,6 @@ names). Read when the page asks, checked by the reader `check-report` uses
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -36,12 +35,13 @@ def report_path() -> Path | None:
     return CHECKOUT_REPORT if CHECKOUT_REPORT.is_file() else None
 
 
-_kept: dict[tuple[str, int, int], Published] = {}
+_kept: tuple[tuple[str, int, int], Published] | None = None  # one report: the newest read
 _lock = threading.Lock()
 
 
 def load() -> Published | None:
     """The report to show, or None when there is none to look for."""
+    global _kept
     path = report_path()
     if path is None:
         return None
@@ -51,17 +51,15 @@ def load() -> Published | None:
         return Published(path, f"{path}: cannot read it ({exc.strerror or exc})")
     key = (str(path), stat.st_mtime_ns, stat.st_size)
     with _lock:
-        if key in _kept:
-            return _kept[key]
+        if _kept is not None and _kept[0] == key:
+            return _kept[1]
     try:
-        read_report(path)  # the fields it states, each checked, or one error naming them
-        report = json.loads(path.read_text(encoding="utf-8"))
+        report = read_report(path).data  # every field it states checked, or one error
         published = Published(path, None, report, summary_rows(report))
     except ReportError as exc:
         published = Published(path, str(exc))
     with _lock:
-        _kept.clear()  # one report at a time: a rewritten file replaces the old one
-        _kept[key] = published
+        _kept = (key, published)
     return published
 
 

@@ -23,6 +23,7 @@ from engine.cli import arguments
 from engine.cli.interrupts import exit_code, sigterm_interrupts
 
 Handler = Callable[[argparse.Namespace], int]
+STORE_EVERY = 50  # runs per store part (one part per run made hundreds of parts)
 
 
 def register(sub: Any) -> dict[str, Handler]:
@@ -165,14 +166,20 @@ def _check_trace(
             scheduler=args.scheduler,
         ):
             if store is not None and record is not None:
-                _store(store, record, report.cap)
+                rows.append(_row(record, report.cap))
+                if len(rows) >= STORE_EVERY:
+                    store.add_rows("runs", rows)
+                    rows.clear()
             progress.update(str(record["status"]) if record else "error")
             yield budget, record, error
 
+    rows: list[dict[str, Any]] = []
     try:
         edges = judged(claims.holes, finished())
     finally:
         progress.close()
+        if rows:  # what ran is stored, interrupted or not
+            store.add_rows("runs", rows)
     holes = []
     for k, hole in enumerate(claims.holes):
         mine = edges[4 * k : 4 * k + 4]
@@ -233,14 +240,14 @@ def _walk_holes(
     result["agrees"] = not result["problems"] and all(h["agrees"] for h in result["holes"])
 
 
-def _store(store: Any, record: dict[str, Any], cap: float) -> None:
-    """Store the run under a new id, which the record then carries into the output."""
+def _row(record: dict[str, Any], cap: float) -> dict[str, Any]:
+    """The run as a store row under a new id, which the record then carries into the output."""
     import uuid
 
     from engine.landscape.store import flatten
 
     record["run_id"] = uuid.uuid4().hex
-    store.add_rows("runs", [flatten(record, source="engine", stage="check", cap=cap)])
+    return flatten(record, source="engine", stage="check", cap=cap)
 
 
 def _print_trace(result: dict[str, Any], backend: str) -> None:

@@ -65,6 +65,7 @@ class Report:
     policy: str
     cap: float
     traces: tuple[TraceClaims, ...]
+    data: dict[str, Any]  # the file's JSON, for what reads more than the claims (summary_rows)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def read_report(path: str | os.PathLike[str]) -> Report:
         _trace(k, _Fields(name, f"traces[{k}]", item)) for k, item in enumerate(top.list("traces"))
     )
     policy = top.text("policy")
-    return Report(name, policy, top.number("cap"), traces)
+    return Report(name, policy, top.number("cap"), traces, data)
 
 
 def _trace(index: int, f: _Fields) -> TraceClaims:
