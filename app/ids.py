@@ -44,6 +44,18 @@ TRACE_TO = "trace-launch-to"
 TRACE_STEP = "trace-launch-step"
 TRACE_POINTS = "trace-launch-points"
 TRACE_CAP = "trace-launch-cap"
+# the launch form's inputs by the field names of app/launch.py; each input's label (which the
+# form hides when the mode does not read it) is the input's id + LAUNCH_FIELD
+LAUNCH_INPUTS = {
+    "value": TRACE_VALUE,
+    "list": TRACE_LIST,
+    "from": TRACE_FROM,
+    "to": TRACE_TO,
+    "step": TRACE_STEP,
+    "points": TRACE_POINTS,
+    "cap": TRACE_CAP,
+}
+LAUNCH_FIELD = "-field"
 TRACE_LAUNCH = "trace-launch-button"
 TRACE_LAUNCH_MESSAGE = "trace-launch-message"
 TRACE_TOKEN = "trace-token"  # the access token, for launching and cancelling

@@ -44,6 +44,17 @@ MODES: dict[str, str] = {
     "edges": "edge search (whole trace)",
     "published": "the published holes' edges (the report's policy and cap)",
 }
+# The form's fields each mode reads (validate below reads no other); the form shows only these.
+MODE_FIELDS: dict[str, tuple[str, ...]] = {
+    "ratio": ("value", "cap"),
+    "bytes": ("value", "cap"),
+    "list": ("list", "cap"),
+    "grid": ("from", "to", "step", "cap"),
+    "refine": ("from", "to", "points", "cap"),
+    "walk": ("from", "to", "cap"),
+    "edges": ("cap",),
+    "published": (),
+}
 
 
 class LaunchError(ValueError):
@@ -180,9 +191,11 @@ def validate(
     if mode not in MODES:
         raise LaunchError(f"Unknown launch mode {mode!r}.")
     policy = _policy(form.get("policy"), policies)
-    cap = _number(form.get("cap") or DEFAULT_CAP, "Cap", "cap")
-    if not cap > 1:
-        raise LaunchError(f"Cap must be greater than 1, got {cap:g}.")
+    cap = DEFAULT_CAP  # a mode without the field (the report's own cap) never reads its text
+    if "cap" in MODE_FIELDS[mode]:
+        cap = _number(form.get("cap") or DEFAULT_CAP, "Cap", "cap")
+        if not cap > 1:
+            raise LaunchError(f"Cap must be greater than 1, got {cap:g}.")
     spec: dict[str, Any] = {"kind": mode, "trace": trace, "policy": policy, "cap": cap}
     if mode == "ratio":
         ratio = _ratio(form.get("value"))

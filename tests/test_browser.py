@@ -27,8 +27,10 @@ from app import ids
 from app.browser_bench import CHROMIUM, CHROMIUM_ARGS, free_port
 from app.components.strip import BAND_LIMIT as STRIP_BAND_LIMIT
 from app.figures import KINDS
+from app.ids import LAUNCH_FIELD, LAUNCH_INPUTS
 from app.jobs import JobStore
 from app.landscape import in_view, with_x
+from app.launch import MODE_FIELDS, MODES
 from engine.landscape.event_logs import compare_stored
 from engine.landscape.holes import holes_report
 from engine.landscape.store import Store
@@ -307,14 +309,50 @@ def test_bad_input_shows_a_message_and_launches_nothing(  # type: ignore[no-unty
     assert jobs.count() == before
 
 
+def test_the_launch_form_shows_the_fields_of_the_chosen_mode(page, server) -> None:  # type: ignore[no-untyped-def]
+    """Each mode shows the fields it reads (app/launch.py MODE_FIELDS) and hides the others;
+    a hidden field's text is not checked, so a launch goes through whatever it holds."""
+    base, db = server
+    page.goto(base + f"/trace/{TRACE}")
+    page.locator("#trace-launch-button").wait_for()
+    expect(page.locator("#trace-token")).to_be_hidden()  # this server asks for no token
+    for mode in MODES:
+        page.locator(f"#trace-launch-mode input[value='{mode}']").check()
+        for name, input_id in LAUNCH_INPUTS.items():
+            field = page.locator(f"#{input_id}{LAUNCH_FIELD}")
+            if name in MODE_FIELDS[mode]:
+                expect(field).to_be_visible()
+            else:
+                expect(field).to_be_hidden()
+    page.locator("#trace-launch-mode input[value='ratio']").check()
+    page.fill("#trace-launch-cap", "one")
+    page.locator("#trace-launch-mode input[value='edges']").check()
+    assert "Cap must be a number" in answer(page, "#trace-launch-button", "trace-launch-message")
+    page.locator("#trace-launch-mode input[value='grid']").check()
+    expect(page.locator("#trace-launch-step-field")).to_be_visible()
+    expect(page.locator("#trace-launch-value-field")).to_be_hidden()
+    jobs = JobStore.beside(db)
+    before = jobs.count()
+    page.fill("#trace-launch-cap", "60")
+    page.locator("#trace-launch-mode input[value='ratio']").check()
+    page.fill("#trace-launch-value", "0.45")
+    page.locator("#trace-launch-mode input[value='walk']").check()
+    page.fill("#trace-launch-from", "abc")  # bad, and hidden once the mode changes
+    page.locator("#trace-launch-mode input[value='ratio']").check()
+    shown = answer(page, "#trace-launch-button", "trace-launch-message")
+    assert "Queued job" in shown and "run at ratio 0.45" in shown  # the walk's fields stay out
+    assert jobs.count() == before + 1
+
+
 def test_controls_are_reachable_by_tab(page, server) -> None:  # type: ignore[no-untyped-def]
     base, _ = server
     page.goto(base + f"/trace/{TRACE}")
     page.locator("#trace-launch-button").wait_for()
+    page.locator("#trace-launch-mode input[value='grid']").check()  # a mode of three fields
     wanted = {
         "policy": "#trace-policy",
         "mode": "#trace-launch-mode",
-        "budget": "#trace-launch-value",
+        "from": "#trace-launch-from",
         "step": "#trace-launch-step",
         "cap": "#trace-launch-cap",
         "launch": "#trace-launch-button",

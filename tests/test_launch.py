@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.launch import MAX_BUDGETS, LaunchError, grid_ratios, plan, validate
+from app.ids import LAUNCH_INPUTS
+from app.launch import MAX_BUDGETS, MODE_FIELDS, MODES, LaunchError, grid_ratios, plan, validate
 
 TRACES = {"synthetic-mlp": "shipped"}
 POLICIES = ["DTR", "LRU", "NbhdPenalty"]
@@ -152,6 +153,52 @@ def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
         for step in plan(spec, db=db, commands=commands).steps:
             args = parser.parse_args(step.argv[3:])
             assert args.command == step.argv[3]
+
+
+GOOD_FIELDS = {
+    "ratio": {"value": "0.45"},
+    "bytes": {"value": "900"},
+    "list": {"list": "0.4, 0.5"},
+    "grid": {"from": "0.3", "to": "0.8", "step": "0.1"},
+    "refine": {"from": "0.3", "to": "0.4", "points": "3"},
+    "walk": {"from": "0.3", "to": "0.4"},
+    "edges": {},
+    "published": {},
+}
+
+
+class ReadFields(dict):  # type: ignore[type-arg]
+    """A form that remembers which of its fields were read."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: object = None) -> object:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> object:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_mode_reads_the_fields_the_form_shows_for_it_and_no_other(mode: str) -> None:
+    """The form hides the fields a mode does not name in MODE_FIELDS, so validate must read
+    every one it names and nothing else: a hidden field's stale text never reaches a launch."""
+    assert set(MODE_FIELDS) == set(MODES) and set(GOOD_FIELDS) == set(MODES)
+    assert set(MODE_FIELDS[mode]) <= set(LAUNCH_INPUTS)
+    context = {"trace": "synthetic-mlp", "policy": "DTR", "mode": mode}
+    shown = {**context, "cap": "60", **GOOD_FIELDS[mode]}
+    report = {"report": "/r/report.json", "report_traces": ["synthetic-mlp"]}
+    form = ReadFields(shown)
+    spec, label = validate(form, traces=TRACES, policies=POLICIES, peak=1000, **report)
+    fields = form.read - set(context)
+    assert fields == set(MODE_FIELDS[mode])
+    junk = {name: "junk" for name in LAUNCH_INPUTS if name not in MODE_FIELDS[mode]}
+    again = validate({**shown, **junk}, traces=TRACES, policies=POLICIES, peak=1000, **report)
+    assert again == (spec, label)
 
 
 def test_the_published_holes_edges_of_a_trace_of_the_shown_report(tmp_path: Path) -> None:

@@ -1,20 +1,14 @@
-"""The trace page's launch form: what to run (mode and its budgets), policy and cap."""
+"""The trace page's launch form: what to run (mode and its budgets), policy and cap; a mode's
+fields only (app/pages/trace.py shows and hides them as the mode changes)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from dash import dcc, html
 
 from app import ids
-from app.launch import DEFAULT_CAP, DEFAULT_REFINE_POINTS, MODES
-
-
-def _field(label: str, control: Any, hint: str = "") -> html.Label:
-    return html.Label(
-        [html.Span(label), control, html.Small(hint) if hint else ""], className="field"
-    )
+from app.launch import DEFAULT_CAP, DEFAULT_REFINE_POINTS, MODE_FIELDS, MODES
 
 
 def token_field(component_id: str, required: bool) -> html.Label:
@@ -31,13 +25,32 @@ def token_field(component_id: str, required: bool) -> html.Label:
     )
 
 
+DEFAULT_MODE = "ratio"
+
+
+def _input(
+    name: str, label: str, placeholder: str = "", value: str | None = None, hint: str = ""
+) -> html.Label:
+    """One of the mode's fields (app/launch.py MODE_FIELDS names them): shown only in the modes
+    that read it, so what the form shows is what the launch takes."""
+    control = dcc.Input(
+        id=ids.LAUNCH_INPUTS[name], type="text", placeholder=placeholder, value=value
+    )
+    return html.Label(
+        [html.Span(label), control, html.Small(hint) if hint else ""],
+        id=ids.LAUNCH_INPUTS[name] + ids.LAUNCH_FIELD,
+        className="field",
+        hidden=name not in MODE_FIELDS[DEFAULT_MODE],
+    )
+
+
 def launch_form(token_required: bool = False) -> html.Div:
     """The form (the policy is the page's policy dropdown, shared with the views).
     Every input is a plain text field: the server validates (app/launch.py)."""
     mode = dcc.RadioItems(
         id=ids.TRACE_MODE,
         options=[{"label": label, "value": value} for value, label in MODES.items()],
-        value="ratio",
+        value=DEFAULT_MODE,
         className="modes",
     )
     return html.Div(
@@ -45,38 +58,18 @@ def launch_form(token_required: bool = False) -> html.Div:
             html.Fieldset([html.Legend("What to run"), mode]),
             html.Div(
                 [
-                    _field(
-                        "Budget",
-                        dcc.Input(id=ids.TRACE_VALUE, type="text", placeholder="0.5 or bytes"),
-                        "one budget: a ratio of the peak, or bytes",
-                    ),
-                    _field(
-                        "Ratios",
-                        dcc.Input(id=ids.TRACE_LIST, type="text", placeholder="0.40, 0.45, 0.5"),
-                        "a list",
-                    ),
-                    _field(
-                        "From",
-                        dcc.Input(id=ids.TRACE_FROM, type="text", placeholder="0.3"),
-                        "grid, refine, walk (zoom the strip to fill)",
-                    ),
-                    _field("To", dcc.Input(id=ids.TRACE_TO, type="text", placeholder="0.8")),
-                    _field("Step", dcc.Input(id=ids.TRACE_STEP, type="text", placeholder="0.02")),
-                    _field(
-                        "Points",
-                        dcc.Input(
-                            id=ids.TRACE_POINTS, type="text", value=str(DEFAULT_REFINE_POINTS)
-                        ),
-                        "refine",
-                    ),
+                    _input("value", "Budget", "0.5 or bytes", hint="a ratio of the peak, or bytes"),
+                    _input("list", "Ratios", "0.40, 0.45, 0.5", hint="separated by commas"),
+                    _input("from", "From", "0.3", hint="a ratio (zoom the strip to fill)"),
+                    _input("to", "To", "0.8"),
+                    _input("step", "Step", "0.02"),
+                    _input("points", "Points", value=str(DEFAULT_REFINE_POINTS)),
+                    _input("cap", "Cap", value=f"{DEFAULT_CAP:g}"),
                 ],
                 className="form-row",
             ),
             html.Div(
                 [
-                    _field(
-                        "Cap", dcc.Input(id=ids.TRACE_CAP, type="text", value=f"{DEFAULT_CAP:g}")
-                    ),
                     token_field(ids.TRACE_TOKEN, token_required),
                     html.Button("Launch", id=ids.TRACE_LAUNCH, n_clicks=0, type="button"),
                 ],

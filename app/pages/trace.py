@@ -10,6 +10,7 @@ and its views from the first refresh.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -37,7 +38,7 @@ from app.components.not_found import not_found
 from app.components.strip import outcome_strip
 from app.jobs import QueueFull, max_queued
 from app.landscape import in_view
-from app.launch import LaunchError, validate
+from app.launch import MODE_FIELDS, LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
 from app.trace_views import PENDING, VIEWS, cached_views, pending_views
 
@@ -250,6 +251,19 @@ def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
         return _error(f"{exc} Nothing was launched.")
     ensure_runner(data.store_path())
     return html.Span(f"Queued job #{job_id}: {label}.", className="ok")
+
+
+# The launch form shows the fields the chosen mode reads (app/launch.py MODE_FIELDS), in the
+# browser: no request for what the page already knows.
+clientside_callback(
+    f"""function (mode) {{
+        const fields = {json.dumps(MODE_FIELDS)};
+        const wanted = fields[mode] || [];
+        return {json.dumps(list(ids.LAUNCH_INPUTS))}.map(name => !wanted.includes(name));
+    }}""",
+    [Output(i + ids.LAUNCH_FIELD, "hidden") for i in ids.LAUNCH_INPUTS.values()],
+    Input(ids.TRACE_MODE, "value"),
+)
 
 
 # A click on a cancel button becomes a request in the browser, at once: the jobs panel is
