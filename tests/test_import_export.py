@@ -390,6 +390,7 @@ def test_export_round_trips(tmp_path: Path, db: Path, env: dict[str, str]) -> No
 
 
 def test_export_bad_input(tmp_path: Path, db: Path, env: dict[str, str]) -> None:
+    Store.open(db)  # a store, empty: the file named is what is wrong
     for args, words in [
         (["--csv", str(tmp_path / "x.parquet")], "--csv"),
         (["--parquet", str(tmp_path / "missing" / "x.parquet")], "does not exist"),

@@ -194,6 +194,7 @@ def test_bad_input_is_one_line(
 def test_unknown_names_are_one_line(
     tmp_path: Path, env: dict[str, str], args: list[str], words: str
 ) -> None:
+    Store.open(tmp_path / "db.duckdb")  # a store, empty
     done = cli(*args, "--db", str(tmp_path / "db.duckdb"), env=env)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

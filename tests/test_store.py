@@ -17,7 +17,7 @@ import pytest
 
 from engine.landscape.store import SCHEMA_VERSION, Store
 from engine.sim.simulate import run_point
-from tests.helpers import REPO
+from tests.helpers import REPO, cli
 
 
 def _records(n: int) -> list[dict]:
@@ -355,3 +355,44 @@ def test_a_reading_connection_is_kept_until_the_store_changes(tmp_path: Path) ->
     child.join(timeout=120)
     assert child.exitcode == 0
     assert _count(store) == 4
+
+
+def test_a_read_of_a_store_that_is_not_there_says_so_and_makes_nothing(tmp_path: Path) -> None:
+    """A mistyped --db on a read (holes, runs, export, diverge) names the path instead of
+    answering from an empty store it would make; a file that is not a store is refused by
+    readers and writers alike, and nothing is made beside it."""
+    from engine.landscape.store import StoreError
+
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    missing = tmp_path / "typo.duckdb"
+    with pytest.raises(StoreError, match=r"no store at .*typo\.duckdb: neither the file nor"):
+        Store.existing(missing)
+    for args in (
+        ["holes", "synthetic-mlp"],
+        ["holes", "--all"],
+        ["runs", "synthetic-mlp"],
+        ["export", "--csv", str(tmp_path / "out.csv")],
+        ["diverge", "--runs", "a" * 32, "b" * 32],
+    ):
+        done = cli(*args, "--db", str(missing), env=env)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.strip() == (
+            f"dtr-landscape: error: no store at {missing}: neither the file nor "
+            "typo.duckdb.parts/ beside it exists (sweep, landscape and import-records make one)"
+        )
+    text = tmp_path / "notes.txt"
+    text.write_text("not a store\n")
+    folder = tmp_path / "folder.duckdb"
+    folder.mkdir()
+    for path, words in ((text, "not a DuckDB database file"), (folder, "not a file")):
+        for opened in (Store.open, Store.existing):
+            with pytest.raises(StoreError, match=words):
+                opened(path)
+        done = cli("sweep", "synthetic-mlp", "--grid", "0.4:0.5:0.1", "--db", str(path), env=env)
+        assert done.returncode == 2 and words in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    made = sorted(p.name for p in tmp_path.iterdir() if p.name != "cache")
+    assert made == ["folder.duckdb", "notes.txt"]
+    assert text.read_text() == "not a store\n"
+    Store.open(missing).add_runs([])  # a writer makes the store; then a reader finds it
+    assert Store.existing(missing).stats()["runs"] == 0

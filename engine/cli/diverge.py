@@ -138,11 +138,12 @@ def _points(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _stored(args: argparse.Namespace) -> dict[str, Any]:
-    from engine.landscape.event_logs import compare_stored
+    from engine.landscape.event_logs import check_distinct, compare_stored
     from engine.landscape.store import Store
 
+    check_distinct(*args.runs)  # an argument error, whatever the store
     return compare_stored(
-        Store.open(args.db),
+        Store.existing(args.db),
         *args.runs,
         events_dir=Path(args.events_dir) if args.events_dir else None,
         traces=args.traces,

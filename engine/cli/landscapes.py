@@ -225,8 +225,8 @@ def command_holes(args: argparse.Namespace) -> int:
     if args.markdown and not args.all:
         raise ValueError("--markdown goes with --all")
     if args.all:
-        return _all_holes(Store.open(args.db), args)
-    report = holes_report(Store.open(args.db), args.trace, policy=args.policy, cap=args.cap)
+        return _all_holes(Store.existing(args.db), args)
+    report = holes_report(Store.existing(args.db), args.trace, policy=args.policy, cap=args.cap)
     if args.json:
         print(json.dumps(report))
         return 0

@@ -72,6 +72,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     suffix = option.removeprefix("--")
     if Path(target).suffix.lower() != f".{suffix}":
         raise ValueError(f"{option} {target}: the file name must end in .{suffix}")
-    rows = export_table(Store.open(args.db), target, args.table, args.trace)
+    rows = export_table(Store.existing(args.db), target, args.table, args.trace)
     print(json.dumps({"table": args.table, "format": suffix, "path": target, "rows": rows}))
     return 0

@@ -109,6 +109,12 @@ def read_event_log(path: Path) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
+def check_distinct(run_a: str, run_b: str) -> None:
+    """Two run ids to compare, not one twice (said before any store is opened)."""
+    if run_a == run_b:
+        raise ValueError(f"run a and run b are the same run ({run_a}): nothing to compare")
+
+
 def compare_stored(
     store: Store,
     run_a: str,
@@ -120,8 +126,7 @@ def compare_stored(
 ) -> dict[str, Any]:
     """The diverge analysis of two stored runs, recording the event log of each side that
     has none yet (events_dir: default events/ beside the store)."""
-    if run_a == run_b:
-        raise ValueError(f"run a and run b are the same run ({run_a}): nothing to compare")
+    check_distinct(run_a, run_b)
     records = []
     for side, run_id in zip("ab", (run_a, run_b), strict=True):
         record = store.run(run_id)

@@ -25,7 +25,7 @@ def stored_runs(
     """The stored runs of a trace as run records plus STORE_FIELDS, by budget."""
     from engine.landscape.store import Store, unflatten
 
-    store = Store.open(db)
+    store = Store.existing(db)
     spec = make_policy(policy).spec if policy else None
     try:
         _, program = load(resolve(trace, traces))

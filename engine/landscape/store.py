@@ -78,6 +78,7 @@ __all__ = [
 DB_ENV = "DTR_LANDSCAPE_DB"
 DEFAULT_DB = Path("data") / "landscape.duckdb"
 
+DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after its checksum)
 _SNAPSHOT_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'snap'"
 
 
@@ -127,10 +128,40 @@ class Store:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
+        """The store at `path`, made there if there is none (writers: sweeps, walks, imports)."""
         store = cls(default_path(path))
+        store._check_snapshot()  # before anything is made beside a file that is not a store
         store.path.parent.mkdir(parents=True, exist_ok=True)
         store.parts_dir.mkdir(parents=True, exist_ok=True)
         return store
+
+    @classmethod
+    def existing(cls, path: str | os.PathLike[str] | None = None) -> Store:
+        """The store at `path` for reading: a path where there is none is a mistake (a typo
+        would otherwise make an empty store and answer "no stored runs"), and nothing is made."""
+        store = cls(default_path(path))
+        store._check_snapshot()
+        if not store.path.exists() and not store.parts_dir.is_dir():
+            raise StoreError(
+                f"no store at {store.path}: neither the file nor {store.parts_dir.name}/ "
+                "beside it exists (sweep, landscape and import-records make one)"
+            )
+        return store
+
+    def _check_snapshot(self) -> None:
+        """A snapshot that is there is a DuckDB database file (its header names DuckDB), else
+        StoreError: a wrong --db is said as such once, not retried as a store being compacted."""
+        if not self.path.exists():
+            return
+        if not self.path.is_file():
+            raise StoreError(f"store {self.path}: not a file (a store is a DuckDB file)")
+        try:
+            with open(self.path, "rb") as f:
+                header = f.read(12)
+        except OSError as exc:
+            raise StoreError(f"store {self.path}: cannot be read ({exc.strerror})") from exc
+        if header[8:12] != DUCKDB_MAGIC:
+            raise StoreError(f"store {self.path}: not a DuckDB database file")
 
     @property
     def parts_dir(self) -> Path:
