@@ -28,6 +28,8 @@ from typing import Any
 from app import settings
 
 JOBS_FILE = "jobs.sqlite"
+JOBS_DIR = "jobs"  # beside the store: the runner's <id>.log (stderr) and <id>.out (stdout)
+OUTPUT_LIMIT = 1 << 20  # an output read back for the page (an estimate's JSON is a few KB)
 MAX_JOBS_ENV = settings.MAX_JOBS.env
 # Jobs the web side may leave waiting: launching beyond it is refused, so a loop of launches
 # cannot pile up unbounded work (the runner's own seeding is not limited).
@@ -37,6 +39,12 @@ RUNNER_STALE_S = 10.0
 
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled", "interrupted")
+
+
+def jobs_folder(store_path: str | os.PathLike[str]) -> Path:
+    """Where the runner keeps each job's stderr and stdout: jobs/ beside the store."""
+    return Path(store_path).parent / JOBS_DIR
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -134,6 +142,17 @@ class JobStore:
     """The jobs table of one store folder."""
 
     path: Path
+
+    def output(self, job_id: int) -> str | None:
+        """What the job's engine command printed (its last step's stdout), if it is there and
+        small: None otherwise."""
+        path = jobs_folder(self.path) / f"{int(job_id)}.out"
+        try:
+            with open(path, "rb") as out:
+                data = out.read(OUTPUT_LIMIT + 1)
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace") if len(data) <= OUTPUT_LIMIT else None
 
     @classmethod
     def beside(cls, store_path: str | os.PathLike[str]) -> JobStore:
@@ -296,3 +315,18 @@ class JobStore:
                 "error = coalesce(?, error), log_tail = coalesce(?, log_tail) WHERE id = ?",
                 (status, time.time(), exit_code, error, log_tail, job_id),
             )
+
+
+def estimate_summary(store: JobStore, job: Job, workers: int) -> str | None:
+    """A finished estimate job's answer in one sentence (engine/landscape/estimate.py), read
+    from what its command printed; None for other jobs, or if the output is not an estimate."""
+    from engine.landscape.estimate import describe
+
+    if job.kind != "estimate" or job.status != "done":
+        return None
+    text = store.output(job.id)
+    try:
+        result = json.loads(text or "")
+        return describe(result, workers=workers)
+    except (ValueError, KeyError, TypeError):
+        return None

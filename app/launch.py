@@ -33,6 +33,9 @@ from engine.landscape.sampling import (  # the same parsers and limits as `dtr-l
 
 DEFAULT_CAP = 60.0
 DEFAULT_REFINE_POINTS = 20
+# An estimate job's strata (and as many halvings of the costliest): 24 sample walks of 25
+# executions, minutes on a thrashing band of the large traces.
+ESTIMATE_STRATA = 8
 # Modes of the launch form: value -> label.
 MODES: dict[str, str] = {
     "ratio": "one budget (ratio)",
@@ -41,6 +44,7 @@ MODES: dict[str, str] = {
     "grid": "a grid (from, to, step)",
     "refine": "refine a range (from, to, points)",
     "walk": "exact walk over a range",
+    "estimate": "estimate an exact walk's cost (nothing stored)",
     "edges": "edge search (whole trace)",
     "published": "the published holes' edges (the report's policy and cap)",
 }
@@ -52,6 +56,7 @@ MODE_FIELDS: dict[str, tuple[str, ...]] = {
     "grid": ("from", "to", "step", "cap"),
     "refine": ("from", "to", "points", "cap"),
     "walk": ("from", "to", "cap"),
+    "estimate": ("from", "to", "cap"),
     "edges": ("cap",),
     "published": (),
 }
@@ -233,6 +238,10 @@ def validate(
         start, stop = _range(form)
         spec.update(range=[start, stop])
         label = f"exact walk {start:g}..{stop:g}"
+    elif mode == "estimate":
+        start, stop = _range(form)
+        spec.update(range=[start, stop])
+        label = f"estimate of an exact walk {start:g}..{stop:g}"
     elif mode == "published":
         if report is None:
             raise LaunchError("No published report is shown here; nothing was launched.")
@@ -337,6 +346,13 @@ def plan(
         # chunks of the range on `workers` processes, as a sweep's points are
         argv += ["--policy", policy, "--cap", cap, "--workers", str(workers)]
         argv += ["--db", str(db), "--json"]
+        return Plan([Step(argv, "", stores=False)])
+    if kind == "estimate":
+        # short sample walks in strata (engine/landscape/estimate.py); the JSON it prints is
+        # the job's output, which the jobs panel reads back (app/jobs.py estimate_summary)
+        start, stop = spec["range"]
+        argv = engine("landscape", trace, "--from", repr(start), "--to", repr(stop))
+        argv += ["--policy", policy, "--cap", cap, "--estimate", str(ESTIMATE_STRATA), "--json"]
         return Plan([Step(argv, "", stores=False)])
     if kind == "published":
         argv = engine("check-report", spec["report"], "--trace", trace)

@@ -33,7 +33,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from app.jobs import Job, JobStore, max_jobs
+from app import settings
+from app.jobs import Job, JobStore, jobs_folder, max_jobs
 from app.launch import Plan, PlanError, engine, plan, seed_specs
 
 POLL_S = 0.25
@@ -46,7 +47,6 @@ COMMANDS_TTL_S = 60.0
 # Fold the store's Parquet parts into its snapshot once this many have piled up (each
 # dashboard run publishes one part; many parts slow every reader down).
 COMPACT_AFTER_PARTS = 200
-SWEEP_WORKERS_ENV = "DTR_LANDSCAPE_SWEEP_WORKERS"
 PROGRESS = re.compile(r"(\d+)\s*/\s*(\d+)")
 CURRENT = re.compile(r"\b(ratio|budget)\b[\s=:]+([0-9][0-9.,_]*)")
 
@@ -95,7 +95,7 @@ class Runner:
     def __init__(self, db: Path) -> None:
         self.db = db
         self.jobs = JobStore.beside(db)
-        self.folder = db.parent / "jobs"
+        self.folder = jobs_folder(db)
         self.active: dict[int, Active] = {}
         self.stopping = False
         self.last_beat = 0.0
@@ -163,9 +163,9 @@ class Runner:
     # -- one job ---------------------------------------------------------------------------
     def begin(self, job: Job) -> bool:
         """Start a queued job's first step; False if it was cancelled meanwhile."""
-        workers = os.environ.get(SWEEP_WORKERS_ENV) or "2"
+        workers = settings.SWEEP_WORKERS.value()
         try:
-            the_plan = plan(job.spec, db=self.db, commands=engine_commands(), workers=int(workers))
+            the_plan = plan(job.spec, db=self.db, commands=engine_commands(), workers=workers)
         except (PlanError, KeyError, TypeError, ValueError) as exc:
             if self.jobs.start(job.id, None):
                 self.jobs.finish(job.id, "failed", error=str(exc))

@@ -50,7 +50,13 @@ DEFER_CARDS_ABOVE = WholeNumber(
     0,
     "runs a trace's overview card and trace page may have and still be built with the page",
 )
-SETTINGS = (MAX_JOBS, MAX_QUEUED, DEFER_CARDS_ABOVE)
+SWEEP_WORKERS = WholeNumber(
+    "DTR_LANDSCAPE_SWEEP_WORKERS",
+    2,
+    1,
+    "processes one sweep, walk or check job runs its engine command on (--workers)",
+)
+SETTINGS = (MAX_JOBS, MAX_QUEUED, DEFER_CARDS_ABOVE, SWEEP_WORKERS)
 
 
 def check() -> None:

@@ -344,6 +344,28 @@ def test_the_launch_form_shows_the_fields_of_the_chosen_mode(page, server) -> No
     assert jobs.count() == before + 1
 
 
+def test_an_estimate_launched_here_answers_in_the_jobs_panel(page, server) -> None:  # type: ignore[no-untyped-def]
+    """Before a long walk, its estimate: a job whose answer (the CLI's sentence) shows in the
+    jobs panel when it is done, and no run is stored."""
+    base, db = server
+    jobs = JobStore.beside(db)
+    deadline = time.monotonic() + 120  # earlier tests' jobs store their runs first
+    while any(j.status in ("queued", "running") for j in jobs.recent()):
+        assert time.monotonic() < deadline, jobs.recent()
+        time.sleep(0.2)
+    page.goto(base + f"/trace/{TRACE}")
+    before = Store.open(db).stats()["runs"]
+    shown = launch(page, "estimate", **{"from": "0.3", "to": "0.5"})
+    job_id = int(re.findall(r"job #(\d+)", shown)[0])
+    assert "estimate of an exact walk 0.3..0.5" in shown
+    row = page.locator(f"#job-row-{job_id}")
+    expect(row.locator(".status")).to_have_text("done", timeout=120_000)
+    expect(row.locator(".answer")).to_contain_text(re.compile(r"^about [0-9,]+ executions, "))
+    expect(row.locator(".answer")).to_contain_text("nothing stored")
+    shot(page, "estimate-answer")
+    assert Store.open(db).stats()["runs"] == before
+
+
 def test_controls_are_reachable_by_tab(page, server) -> None:  # type: ignore[no-untyped-def]
     base, _ = server
     page.goto(base + f"/trace/{TRACE}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app.jobs import Job, JobStore
+from app.jobs import Job, JobStore, estimate_summary
 from app.launch import grid_ratios
 from app.runner import Runner, parse_progress
 from engine.landscape.store import Store
@@ -109,6 +110,39 @@ def test_a_published_holes_edges_job_stores_their_runs(runner: Path, tmp_path: P
     assert (job.done, job.total) == (12, 12)
     runs = Store.open(runner).runs("synthetic-mlp")
     assert len(runs) == 12 and set(runs["stage"]) == {"check"}
+
+
+def test_an_estimate_job_answers_in_the_jobs_panel_and_stores_nothing(runner: Path) -> None:
+    """An estimate of a walk, launched as a job: its command's JSON is the job's output, read
+    back as one sentence (the CLI's own, engine/landscape/estimate.py describe); its sample
+    walks are its progress; the store gets no run."""
+    from app.components.jobs_panel import jobs_panel
+    from engine.landscape.estimate import describe
+
+    jobs = JobStore.beside(runner)
+    job_id = jobs.submit(spec(kind="estimate", range=[0.3, 0.5]), "estimate of a walk")
+    job = wait_for(jobs, job_id, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "done" and job.exit_code == 0, job
+    assert (job.done, job.total) == (24, 24)  # 8 strata, 8 halvings of two samples each
+    result = json.loads(jobs.output(job_id) or "")
+    assert (result["trace"], result["policy"], result["cap"]) == ("synthetic-mlp", "DTR", 60.0)
+    assert len(result["strata"]) == 16 and result["executions"] > 0
+    answer = estimate_summary(jobs, job, workers=2)
+    assert answer == describe(result, workers=2)
+    assert answer.startswith(f"about {result['executions']:,.0f} executions, ")
+    assert "with 2 workers" in answer and "nothing stored" in answer
+    assert Store.open(runner).stats()["runs"] == 0
+    shown = str(
+        jobs_panel(
+            [job], now=time.time(), runner_alive=True, cancel_type="c", answers={job_id: answer}
+        ).to_plotly_json()
+    )
+    assert answer in shown
+    other = jobs.submit(spec(kind="run", ratio=0.5, total=1), "a run")
+    done = wait_for(jobs, other, lambda j: j.status not in ("queued", "running"), "finished")
+    assert estimate_summary(jobs, done, workers=2) is None  # a run's output is not an estimate
+    (runner.parent / "jobs" / f"{job_id}.out").write_text("{not json")
+    assert estimate_summary(jobs, job, workers=2) is None
 
 
 def test_a_failing_engine_command_fails_the_job(runner: Path) -> None:

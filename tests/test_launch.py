@@ -42,6 +42,8 @@ def check(**form: object) -> tuple[dict, str]:
         ({"mode": "list", "list": "0.4, x"}, "must be a number"),
         ({"mode": "list", "list": ""}, "empty"),
         ({"mode": "walk", "from": "0.3", "to": "3"}, "in (0, 2]"),
+        ({"mode": "estimate", "from": "0.5", "to": "0.4"}, "must be below 'To'"),
+        ({"mode": "estimate", "from": "0.3", "to": ""}, "missing"),
         ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "not in the engine's catalog"),
         ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
         ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),
@@ -143,6 +145,7 @@ def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     forms = [
         {"mode": "walk", "from": "0.3", "to": "0.4"},
+        {"mode": "estimate", "from": "0.3", "to": "0.4"},
         {"mode": "edges"},
         {"mode": "grid", "from": "0.3", "to": "0.4", "step": "0.05"},
         {"mode": "list", "list": "0.3,0.4"},
@@ -162,6 +165,7 @@ GOOD_FIELDS = {
     "grid": {"from": "0.3", "to": "0.8", "step": "0.1"},
     "refine": {"from": "0.3", "to": "0.4", "points": "3"},
     "walk": {"from": "0.3", "to": "0.4"},
+    "estimate": {"from": "0.3", "to": "0.4"},
     "edges": {},
     "published": {},
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dash import html
 
@@ -23,9 +23,15 @@ def _progress(job: Job) -> str:
 
 
 def jobs_panel(
-    jobs: Sequence[Job], *, now: float, runner_alive: bool, cancel_type: str
+    jobs: Sequence[Job],
+    *,
+    now: float,
+    runner_alive: bool,
+    cancel_type: str,
+    answers: Mapping[int, str] | None = None,
 ) -> html.Div:
-    """A table of jobs; active ones have a cancel button with id {type: cancel_type, job: id}."""
+    """A table of jobs; active ones have a cancel button with id {type: cancel_type, job: id}.
+    `answers`: what a finished job found that the store does not show (an estimate), by id."""
     notes = []
     if not runner_alive and any(j.status == "queued" for j in jobs):
         notes.append(
@@ -42,6 +48,7 @@ def jobs_panel(
     rows = []
     for job in jobs:
         detail = job.error or ""
+        answer = (answers or {}).get(job.id)
         cancel = (
             html.Button(
                 "Cancel",
@@ -62,7 +69,15 @@ def jobs_panel(
             html.Tr(
                 [
                     html.Td(f"#{job.id}"),
-                    html.Td([job.label, html.Br() if detail else "", html.Small(detail), log]),
+                    html.Td(
+                        [
+                            job.label,
+                            html.Br() if detail else "",
+                            html.Small(detail),
+                            html.P(answer, className="answer") if answer else "",
+                            log,
+                        ]
+                    ),
                     html.Td(job.status, className=f"status status-{job.status}"),
                     html.Td(_progress(job)),
                     html.Td(job.current or "\u2014"),

@@ -36,7 +36,7 @@ from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
 from app.components.strip import outcome_strip
-from app.jobs import QueueFull, max_queued
+from app.jobs import QueueFull, estimate_summary, max_queued
 from app.landscape import in_view
 from app.launch import MODE_FIELDS, LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
@@ -131,11 +131,15 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
 
 def jobs_view(name: str) -> html.Div:
     store = data.jobs()
+    jobs = store.recent(name, limit=30)
+    workers = settings.SWEEP_WORKERS.value()  # what a walk launched here would run on
+    answers = {j.id: estimate_summary(store, j, workers) for j in jobs if j.kind == "estimate"}
     return jobs_panel(
-        store.recent(name, limit=30),
+        jobs,
         now=time.time(),
         runner_alive=store.runner_alive(),
         cancel_type=ids.TRACE_JOB_CANCEL,
+        answers={k: v for k, v in answers.items() if v},
     )
 
 

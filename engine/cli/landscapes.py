@@ -153,9 +153,15 @@ def _cmd_landscape(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
-    from engine.landscape.estimate import StratumEstimate, estimate_walk
+    from engine.landscape.estimate import StratumEstimate, describe, estimate_walk
+    from engine.landscape.progress import Progress
+
+    refine = args.estimate if args.estimate_refine is None else args.estimate_refine
+    # each stratum one sample walk, each refinement two (a job runner reads these lines)
+    progress = Progress(args.estimate + 2 * refine, label=f"{ref.name}: estimate's sample walks")
 
     def show(s: StratumEstimate) -> None:
+        progress.update(max(s.statuses, key=s.statuses.__getitem__))
         if not args.json:
             print(
                 f"  [{s.lo:,}, {s.hi:,}] {s.mean_width:>14,.0f} B/execution "
@@ -173,19 +179,15 @@ def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
         cap=args.cap,
         samples=args.estimate,
         steps=args.estimate_steps,
-        refine=args.estimate if args.estimate_refine is None else args.estimate_refine,
+        refine=refine,
         traces=args.traces,
         progress=show,
     )
+    progress.close()
     if args.json:
         print(json.dumps(result))
     else:
-        print(
-            f"{result['trace']} {result['policy']} [{start:,}, {end:,}]: about "
-            f"{result['executions']:,.0f} executions, {result['seconds']:,.0f} s in one process "
-            f"(from {result['samples']} strata, the costliest halved {result['refined']} times, "
-            f"sample walks of {result['steps']} executions)"
-        )
+        print(f"{result['trace']} {result['policy']} [{start:,}, {end:,}]: {describe(result)}")
     return 0
 
 

@@ -134,3 +134,25 @@ def estimate_walk(
         "seconds": sum(s.seconds for s in strata),
         "strata": [asdict(s) for s in strata],
     }
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a reader weighs them: 40 s, 12 min, 3.5 h, 2.5 days."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def describe(result: dict[str, Any], workers: int = 1) -> str:
+    """An estimate (estimate_walk's result) in one sentence, for the CLI and the dashboard."""
+    seconds = result["seconds"]
+    shared = f", about {duration(seconds / workers)} with {workers} workers" if workers > 1 else ""
+    return (
+        f"about {result['executions']:,.0f} executions, {duration(seconds)} of one process"
+        f"{shared} (sampled in {len(result['strata'])} strata of "
+        f"{result['steps']} executions each; nothing stored)"
+    )
