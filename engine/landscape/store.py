@@ -55,6 +55,7 @@ from engine.landscape.schema import (
     flatten,
     unflatten,
 )
+from engine.landscape.store_paths import check_snapshot, default_path, file_identity
 from engine.landscape.store_views import live_rows, newest_per_key, quoted, sql_path
 
 if TYPE_CHECKING:
@@ -75,10 +76,6 @@ __all__ = [
     "unflatten",
 ]
 
-DB_ENV = "DTR_LANDSCAPE_DB"
-DEFAULT_DB = Path("data") / "landscape.duckdb"
-
-DUCKDB_MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file (after its checksum)
 _SNAPSHOT_TABLES = "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'snap'"
 
 
@@ -108,20 +105,6 @@ _READERS = _Readers()
 _INHERITED: list[_Reader] = []  # a parent process's readers: kept, never touched
 
 
-def _file_identity(path: Path) -> tuple[int, int, int, int] | None:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def default_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
-
-
 @dataclass
 class Store:
     path: Path
@@ -130,7 +113,7 @@ class Store:
     def open(cls, path: str | os.PathLike[str] | None = None) -> Store:
         """The store at `path`, made there if there is none (writers: sweeps, walks, imports)."""
         store = cls(default_path(path))
-        store._check_snapshot()  # before anything is made beside a file that is not a store
+        check_snapshot(store.path)  # before anything is made beside a file that is not a store
         store.path.parent.mkdir(parents=True, exist_ok=True)
         store.parts_dir.mkdir(parents=True, exist_ok=True)
         return store
@@ -140,28 +123,13 @@ class Store:
         """The store at `path` for reading: a path where there is none is a mistake (a typo
         would otherwise make an empty store and answer "no stored runs"), and nothing is made."""
         store = cls(default_path(path))
-        store._check_snapshot()
+        check_snapshot(store.path)
         if not store.path.exists() and not store.parts_dir.is_dir():
             raise StoreError(
                 f"no store at {store.path}: neither the file nor {store.parts_dir.name}/ "
                 "beside it exists (sweep, landscape and import-records make one)"
             )
         return store
-
-    def _check_snapshot(self) -> None:
-        """A snapshot that is there is a DuckDB database file (its header names DuckDB), else
-        StoreError: a wrong --db is said as such once, not retried as a store being compacted."""
-        if not self.path.exists():
-            return
-        if not self.path.is_file():
-            raise StoreError(f"store {self.path}: not a file (a store is a DuckDB file)")
-        try:
-            with open(self.path, "rb") as f:
-                header = f.read(12)
-        except OSError as exc:
-            raise StoreError(f"store {self.path}: cannot be read ({exc.strerror})") from exc
-        if header[8:12] != DUCKDB_MAGIC:
-            raise StoreError(f"store {self.path}: not a DuckDB database file")
 
     @property
     def parts_dir(self) -> Path:
@@ -234,7 +202,7 @@ class Store:
             for table in TABLES
         }
         identity = (
-            _file_identity(self.path),
+            file_identity(self.path),
             tuple(tuple(p.name for p in listed[t]) for t in TABLES),
         )
         readers, key = _READERS.by_path, str(self.path.absolute())
