@@ -34,8 +34,9 @@ from engine.landscape.sampling import (  # the same parsers and limits as `dtr-l
 DEFAULT_CAP = 60.0
 DEFAULT_REFINE_POINTS = 20
 # An estimate job's strata (and as many halvings of the costliest): 24 sample walks of 25
-# executions, minutes on a thrashing band of the large traces.
+# executions or ESTIMATE_SAMPLE_S seconds each, at most some minutes on any trace.
 ESTIMATE_STRATA = 8
+ESTIMATE_SAMPLE_S = 15.0
 # Modes of the launch form: value -> label.
 MODES: dict[str, str] = {
     "ratio": "one budget (ratio)",
@@ -352,7 +353,8 @@ def plan(
         # the job's output, which the jobs panel reads back (app/jobs.py estimate_summary)
         start, stop = spec["range"]
         argv = engine("landscape", trace, "--from", repr(start), "--to", repr(stop))
-        argv += ["--policy", policy, "--cap", cap, "--estimate", str(ESTIMATE_STRATA), "--json"]
+        argv += ["--policy", policy, "--cap", cap, "--estimate", str(ESTIMATE_STRATA)]
+        argv += ["--estimate-seconds", f"{ESTIMATE_SAMPLE_S:g}", "--json"]
         return Plan([Step(argv, "", stores=False)])
     if kind == "published":
         argv = engine("check-report", spec["report"], "--trace", trace)

@@ -375,6 +375,14 @@ def test_an_estimate_samples_the_range_and_stores_nothing(
     assert executions / 3 < guess["executions"] < executions * 3
     statuses = {k for s in guess["strata"] for k in s["statuses"]}
     assert statuses == {o["status"] for o in truth["intervals"]}
+    # a time limit per sample: past it (here at once) a sample stops after two executions
+    quick = ("--estimate", "4", "--estimate-seconds", "1e-9", "--json")
+    brief = cli_json(*wide, *quick, env=env)
+    assert brief["sample_seconds"] == 1e-9 and len(brief["strata"]) == 8  # 4, halved 4 times
+    sampled = [s["executions_sampled"] for s in brief["strata"]]
+    # two each, but one where a sample's first execution already reaches every larger budget
+    assert set(sampled) <= {1, 2} and sampled.count(2) >= len(sampled) - 1, sampled
+    assert max(s["executions_sampled"] for s in guess["strata"]) == 25  # unlimited: 25
 
 
 @pytest.mark.parametrize(
@@ -383,6 +391,7 @@ def test_an_estimate_samples_the_range_and_stores_nothing(
         (("--estimate", "0"), "--estimate: expected a whole number of at least 1"),
         (("--estimate", "2", "--estimate-refine", "-1"), "expected a whole number of at least 0"),
         (("--estimate", "3", "--policy", "TwoPhase"), "does not share work for TwoPhase"),
+        (("--estimate", "3", "--estimate-seconds", "0"), "--estimate-seconds: expected a positive"),
     ],
 )
 def test_a_bad_estimate_is_one_line(

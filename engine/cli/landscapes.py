@@ -2,7 +2,7 @@
 
     dtr-landscape landscape TRACE (--from R --to R | --from-budget B --to-budget B)
         [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
-        [--estimate SAMPLES [--estimate-steps K] [--estimate-refine R]]
+        [--estimate SAMPLES [--estimate-steps K] [--estimate-seconds S] [--estimate-refine R]]
     dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
     dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--json | --markdown]
@@ -59,6 +59,13 @@ def register(sub: Any) -> dict[str, Handler]:
         default=25,
         metavar="K",
         help="executions per sample walk (default 25)",
+    )
+    walk.add_argument(
+        "--estimate-seconds",
+        type=arguments.positive_float,
+        default=None,
+        metavar="S",
+        help="a sample walk also stops after S seconds (and two executions; default: none)",
     )
     walk.add_argument(
         "--estimate-refine",
@@ -180,6 +187,7 @@ def _estimate(args: argparse.Namespace, ref: Any, start: int, end: int) -> int:
         samples=args.estimate,
         steps=args.estimate_steps,
         refine=refine,
+        sample_seconds=args.estimate_seconds,
         traces=args.traces,
         progress=show,
     )

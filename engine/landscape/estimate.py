@@ -54,12 +54,18 @@ def estimate_walk(
     samples: int = 22,
     steps: int = 25,
     refine: int = 0,
+    sample_seconds: float | None = None,
     traces: str | os.PathLike[str] | None = None,
     progress: Callable[[StratumEstimate], None] | None = None,
 ) -> dict[str, Any]:
-    """Estimated executions and single-process seconds of walking [start, end] (see above)."""
+    """Estimated executions and single-process seconds of walking [start, end] (see above).
+    `sample_seconds`: a sample walk also stops past this (after two executions, the first
+    fresh, the second resumed): in a thrashing band an execution takes seconds, and 25 of
+    them in each of 24 samples took the LSTM's estimate past half an hour."""
     if not 0 <= start < end:
         raise ValueError(f"the range must go upward: from {start} to {end}")
+    if sample_seconds is not None and not sample_seconds > 0:
+        raise ValueError(f"a sample's seconds must be positive, got {sample_seconds}")
     if samples < 1 or steps < 1 or refine < 0:
         raise ValueError(
             f"samples and steps must be at least 1 and refinements at least 0, got {samples}, "
@@ -91,6 +97,9 @@ def estimate_walk(
             first = result.same_execution["lo"] if first is None else first
             last = result.same_execution["hi"]
             if last is None or count >= steps:
+                break
+            late = sample_seconds is not None and time.perf_counter() - began >= sample_seconds
+            if late and count >= 2:
                 break
         seconds = time.perf_counter() - began
         assert first is not None
@@ -129,6 +138,7 @@ def estimate_walk(
         "peak": base.peak,
         "samples": samples,
         "steps": steps,
+        "sample_seconds": sample_seconds,
         "refined": len(strata) - first_pass,  # each halving adds one stratum
         "executions": sum(s.executions for s in strata),
         "seconds": sum(s.seconds for s in strata),
@@ -150,9 +160,10 @@ def duration(seconds: float) -> str:
 def describe(result: dict[str, Any], workers: int = 1) -> str:
     """An estimate (estimate_walk's result) in one sentence, for the CLI and the dashboard."""
     seconds = result["seconds"]
+    limit = f" or {result['sample_seconds']:g} s" if result.get("sample_seconds") else ""
     shared = f", about {duration(seconds / workers)} with {workers} workers" if workers > 1 else ""
     return (
         f"about {result['executions']:,.0f} executions, {duration(seconds)} of one process"
-        f"{shared} (sampled in {len(result['strata'])} strata of "
-        f"{result['steps']} executions each; nothing stored)"
+        f"{shared} (sampled in {len(result['strata'])} strata of {result['steps']} "
+        f"executions{limit} each; nothing stored)"
     )
