@@ -240,6 +240,14 @@ def validate(
         spec.update(range=[start, stop])
         label = f"exact walk {start:g}..{stop:g}"
     elif mode == "estimate":
+        from engine.landscape.estimate import estimable
+        from engine.sim.policies import make_policy
+
+        if not estimable(make_policy(policy)):
+            raise LaunchError(
+                f"An estimate samples walks that share their work, which {policy} walks do not "
+                "(its walk replays every execution); nothing was launched."
+            )
         start, stop = _range(form)
         spec.update(range=[start, stop])
         label = f"estimate of an exact walk {start:g}..{stop:g}"

@@ -10,7 +10,7 @@ from app.ids import LAUNCH_INPUTS
 from app.launch import MAX_BUDGETS, MODE_FIELDS, MODES, LaunchError, grid_ratios, plan, validate
 
 TRACES = {"synthetic-mlp": "shipped"}
-POLICIES = ["DTR", "LRU", "NbhdPenalty"]
+POLICIES = ["DTR", "LRU", "NbhdPenalty", "TwoPhase"]
 
 
 def check(**form: object) -> tuple[dict, str]:
@@ -44,6 +44,7 @@ def check(**form: object) -> tuple[dict, str]:
         ({"mode": "walk", "from": "0.3", "to": "3"}, "in (0, 2]"),
         ({"mode": "estimate", "from": "0.5", "to": "0.4"}, "must be below 'To'"),
         ({"mode": "estimate", "from": "0.3", "to": ""}, "missing"),
+        ({"mode": "estimate", "from": "0.3", "to": "0.4", "policy": "TwoPhase"}, "share their"),
         ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "not in the engine's catalog"),
         ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
         ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),

@@ -29,6 +29,7 @@ from engine.sim.simulate import baseline, limit_for, load
 
 if TYPE_CHECKING:
     from engine.sim.catalog import TraceRef
+    from engine.sim.policies import Policy
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ class StratumEstimate:
     statuses: dict[str, int]
     executions: float  # estimated for the whole stratum
     seconds: float
+
+
+def estimable(policy: Policy) -> bool:
+    """Whether walks of this policy share work in the C runtime, which the samples measure."""
+    return native.supports(policy) and not policy.reads_budget
 
 
 def estimate_walk(
@@ -72,7 +78,7 @@ def estimate_walk(
             f"{steps} and {refine}"
         )
     the_policy = make_policy(policy)
-    if not native.supports(the_policy) or the_policy.reads_budget:
+    if not estimable(the_policy):
         raise ValueError(
             f"estimates sample walks of the C runtime, which does not share work for {policy}"
         )
