@@ -239,6 +239,7 @@ def test_bad_input_is_one_line_and_stores_nothing(
 
 def test_unknown_trace_is_one_line(tmp_path: Path, env: dict[str, str]) -> None:
     db = tmp_path / "store" / "db.duckdb"
+    Store.open(db)  # a store, empty (`runs` on no store at all says that instead)
     for command in (("sweep", "no-such-trace", "--grid", "0.3:0.5:0.1"), ("runs", "no-such")):
         done = cli(*command, "--db", str(db), env=env)
         assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
