@@ -400,3 +400,21 @@ def test_a_bad_estimate_is_one_line(
     out = cli("landscape", SYNTHETIC, "--from", "0.3", "--to", "0.5", *extra, env=env)
     assert out.returncode == 2 and message in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [
+        (0.2, "under 1 s"),
+        (0.6, "1 s"),
+        (40, "40 s"),
+        (720, "12 min"),
+        (12_600, "3.5 h"),
+        (216_000, "2.5 days"),
+    ],
+)
+def test_an_estimate_s_time_reads_as_a_reader_weighs_it(seconds: float, said: str) -> None:
+    """The estimate's sentence (CLI and jobs panel): a tiny walk's time is not "0 s"."""
+    from engine.landscape.estimate import duration
+
+    assert duration(seconds) == said

@@ -153,7 +153,9 @@ def estimate_walk(
 
 
 def duration(seconds: float) -> str:
-    """Seconds as a reader weighs them: 40 s, 12 min, 3.5 h, 2.5 days."""
+    """Seconds as a reader weighs them: under 1 s, 40 s, 12 min, 3.5 h, 2.5 days."""
+    if seconds < 0.5:  # what would print as "0 s"
+        return "under 1 s"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
