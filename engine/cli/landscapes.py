@@ -53,27 +53,25 @@ def register(sub: Any) -> dict[str, Handler]:
         help="walk nothing: estimate a full walk's executions and seconds from short walks "
         "in SAMPLES strata (nothing is stored)",
     )
-    walk.add_argument(
-        "--estimate-steps",
-        type=arguments.count,
-        default=25,
-        metavar="K",
-        help="executions per sample walk (default 25)",
+    estimate_options = (  # flag, parser, default, metavar, help
+        ("--estimate-steps", arguments.count, 25, "K", "executions per sample walk (default 25)"),
+        (
+            "--estimate-seconds",
+            arguments.positive_float,
+            None,
+            "S",
+            "a sample walk also stops after S seconds (and two executions; default: none)",
+        ),
+        (
+            "--estimate-refine",
+            arguments.whole_number,
+            None,
+            "R",
+            "then halve the costliest stratum R times, sampling both halves (default SAMPLES)",
+        ),
     )
-    walk.add_argument(
-        "--estimate-seconds",
-        type=arguments.positive_float,
-        default=None,
-        metavar="S",
-        help="a sample walk also stops after S seconds (and two executions; default: none)",
-    )
-    walk.add_argument(
-        "--estimate-refine",
-        type=arguments.whole_number,
-        default=None,
-        metavar="R",
-        help="then halve the costliest stratum R times, sampling both halves (default SAMPLES)",
-    )
+    for flag, parse, default, metavar, text in estimate_options:
+        walk.add_argument(flag, type=parse, default=default, metavar=metavar, help=text)
     edges = sub.add_parser("edges", help="bisect stored neighbours of different status")
     edges.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
     holes = sub.add_parser("holes", help="failure regions of the stored samples (and bytes)")
