@@ -170,7 +170,7 @@ def duration(seconds: float) -> str:
 # on the five traces walked whole (the README's table). Samples start in the wide intervals
 # between dense bands, and see only a band's first, cheapest executions.
 SHORTFALL = (
-    "complete walks of five traces took 1.3-2.2x the executions and 1.8-10x the seconds "
+    "complete walks of five traces took 1.3-2.2x the executions and 1.6-10x the seconds "
     "their estimates said"
 )
 
