@@ -13,12 +13,13 @@ engine/landscape/estimate.py's SHORTFALL quotes the result.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from app.launch import ESTIMATE_SAMPLE_S, ESTIMATE_STRATA
 from engine.landscape.estimate import duration, estimate_walk
-from engine.landscape.report import budget_range
-from engine.landscape.report_check import read_report
+from engine.landscape.report import budget_range, certified_share
+from engine.landscape.report_check import load_claimed, read_report
 
 
 def main() -> None:
@@ -29,18 +30,19 @@ def main() -> None:
     report = read_report(args.report)
     print("| trace | estimate: executions, seconds | complete walk | walk / estimate | took |")
     print("|---|---:|---:|---:|---:|")
-    for entry in report.data["traces"]:
-        start, end = budget_range(entry["peak"])  # 0.05-0.60
-        whole = any(s["from_budget"] <= start and s["to_budget"] >= end for s in entry["certified"])
-        if not whole:
+    for claims in report.traces:
+        if certified_share(claims.certified, claims.peak) < 1.0:  # not walked whole
             continue
+        ref, _ = load_claimed(claims, report.path, args.traces)  # the trace the walks walked
+        start, end = budget_range(claims.peak)  # 0.05-0.60
+        entry = claims.raw
         began = time.perf_counter()
         guess = estimate_walk(
-            entry["trace"],
+            ref,
             start=start,
             end=end,
-            policy=report.data["policy"],
-            cap=report.data["cap"],
+            policy=report.policy,
+            cap=report.cap,
             samples=ESTIMATE_STRATA,
             refine=ESTIMATE_STRATA,
             sample_seconds=ESTIMATE_SAMPLE_S,
@@ -57,4 +59,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ValueError as exc:  # a bad report, or a trace that is not the one it was made from
+        sys.exit(f"estimate_accuracy: {exc}")

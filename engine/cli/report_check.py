@@ -64,7 +64,7 @@ def register(sub: Any) -> dict[str, Handler]:
 
 
 def command_check_report(args: argparse.Namespace) -> int:
-    from engine.landscape.report_check import read_report
+    from engine.landscape.report_check import load_claimed, read_report
     from engine.sim.policies import make_policy
 
     if args.backend == "simrd" and (args.workers > 1 or args.scheduler or args.db):
@@ -84,7 +84,7 @@ def command_check_report(args: argparse.Namespace) -> int:
             )
         chosen = [t for t in chosen if t.name in args.trace]
     # every trace found and the one its claims were made from, before anything runs or is stored
-    loaded = [(claims, *_load(claims, report.path, args.traces)) for claims in chosen]
+    loaded = [(claims, *load_claimed(claims, report.path, args.traces)) for claims in chosen]
     with contextlib.ExitStack() as cleanup:
         store = walks = None
         if args.db or args.interior:
@@ -117,18 +117,6 @@ def command_check_report(args: argparse.Namespace) -> int:
         out = {"report": args.report, "backend": args.backend, "traces": results}
         print(json.dumps({**out, "agrees": agrees}))
     return 0 if agrees else 1
-
-
-def _load(claims: Any, path: str, traces: str | None) -> tuple[Any, Any]:
-    from engine.sim.simulate import load
-
-    ref, program = load(claims.name, traces)
-    if program.sha256 != claims.sha256:
-        raise ValueError(
-            f"{path}: traces[{claims.index}] ({claims.name}) was made from the trace of "
-            f"SHA-256 {claims.sha256}; {ref.path} is {program.sha256}"
-        )
-    return ref, program
 
 
 def _check_trace(

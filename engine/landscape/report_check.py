@@ -107,6 +107,22 @@ def edges(hole: Hole) -> list[Edge]:
     return [Edge(hole, side, b) for side, b in zip(SIDES, budgets, strict=True)]
 
 
+def load_claimed(
+    claims: TraceClaims, path: str, traces: str | os.PathLike[str] | None
+) -> tuple[TraceRef, Any]:
+    """The trace a report's entry names, as (ref, program), if it is the very file the report
+    was made from (its SHA-256); else ValueError naming the report's entry and both hashes."""
+    from engine.sim.simulate import load
+
+    ref, program = load(claims.name, traces)
+    if program.sha256 != claims.sha256:
+        raise ValueError(
+            f"{path}: traces[{claims.index}] ({claims.name}) was made from the trace of "
+            f"SHA-256 {claims.sha256}; {ref.path} is {program.sha256}"
+        )
+    return ref, program
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
