@@ -42,6 +42,7 @@ def _walk(
     verify_hash: bool = True,
     max_log_bytes: int | None = None,
     max_run_log_bytes: int = native.MAX_RUN_LOG_BYTES,
+    checkpoint_words: int = -1,
 ) -> tuple[list[dict], dict]:
     """The records of the first `steps` executions from `start` up, and the walk's counters."""
     ref, program = load(trace, traces)
@@ -56,6 +57,7 @@ def _walk(
         verify_hash=verify_hash,
         max_log_bytes=max_log_bytes,
         max_run_log_bytes=max_run_log_bytes,
+        checkpoint_words=checkpoint_words,
     )
     records = []
     for step in walk:
@@ -175,8 +177,9 @@ def test_walks_merge_and_skip_ahead(traces_dir: Path) -> None:
 def test_a_thrashing_band_jumps_along_its_encoded_log(traces_dir: Path) -> None:
     """InceptionV4 at 0.20: every run thrashes up to the cap (~90,000 evictions) and changes
     ~87M memory words, which the log keeps encoded (old ^ new, bitset bits). Resumed runs
-    merge into their predecessor at once and jump along it, applying those words: each
-    record equals a fresh run's."""
+    merge into their predecessor at once and jump along it, from the state copied at its
+    last checkpoint before where they land, then applying the words: each record equals a
+    fresh run's."""
     ref, program = load("inceptionv4", traces_dir)
     start = int(0.2 * baseline(program).peak)
     records, stats = _walk(
@@ -184,6 +187,7 @@ def test_a_thrashing_band_jumps_along_its_encoded_log(traces_dir: Path) -> None:
     )
     assert {r["status"] for r in records} == {"thrashed"}
     assert stats["merges"] >= 5 and stats["jumps"] > 0 and stats["jumps_refused"] == 0
+    assert stats["checkpoint_restores"] > 0
     assert stats["words_logged"] > 50_000_000
     assert stats["log_bytes"] < 8 * stats["words_logged"]  # 12 bytes a word unencoded
     _equal_fresh_runs(str(ref.path), "DTR", records)
@@ -236,7 +240,7 @@ def test_random_walks_past_their_log_limits_equal_fresh_runs(tmp_path: Path, see
     unlogged = 0
     for ratio in (0.3, 0.45, 0.6):
         _, first = _walk(str(path), int(ratio * peak), policy, steps=1, max_log_bytes=0)
-        logged = first["log_bytes"] + first["frame_bytes"]
+        logged = first["log_bytes"] + first["frame_bytes"] + first["checkpoint_bytes"]
         own = first["run_bytes"]
         for limits in ((logged * 13 // 10, 0), (0, own // 20)):
             records, stats = _walk(
@@ -250,3 +254,40 @@ def test_random_walks_past_their_log_limits_equal_fresh_runs(tmp_path: Path, see
             unlogged += stats["unlogged_segments"]
             _equal_fresh_runs(str(path), policy, records)
     assert unlogged > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_jumps_from_checkpoints_equal_fresh_runs(tmp_path: Path, seed: int) -> None:
+    """A jump starts from the copy of the state at the last checkpoint before where it lands
+    (copies go along with their points when a run takes its predecessor's rest over, and are
+    released when no point holds them). With a copy at every point, runs over random traces
+    jump from copies all the time, and snapshot inside jumps too; with a log limit just above
+    the first run's words the copies give their room up to the log. Every record equals a
+    fresh run's, the state hash (recomputed at every boundary) holds, and the walk without
+    copies gives the same records."""
+    path = tmp_path / f"rand-{seed}.log"
+    path.write_text(generate(9000 + seed, n_ops=80 + seed * 10))
+    peak = run_point(str(path), ratio=1.0)["peak"]
+    policy = ("DTR", "MSPS", "NbhdPenalty@b=0.25", "CostStale")[seed % 4]
+    restores = shed = 0
+    for ratio in (0.3, 0.45, 0.6):
+        start = int(ratio * peak)
+        plain, plain_stats = _walk(str(path), start, policy, steps=30, checkpoint_words=0)
+        assert plain_stats["checkpoints_taken"] == plain_stats["checkpoint_restores"] == 0
+        expected = [_exact(r) for r in plain]
+        _, first = _walk(str(path), start, policy, steps=1, max_log_bytes=0, checkpoint_words=0)
+        for limit in (0, (first["log_bytes"] + first["frame_bytes"]) * 11 // 10):
+            copied, stats = _walk(
+                str(path), start, policy, steps=30, checkpoint_words=1, max_log_bytes=limit
+            )
+            assert [_exact(r) for r in copied] == expected
+            restores += stats["checkpoint_restores"]
+            shed += stats["checkpoints_shed"]
+        _equal_fresh_runs(str(path), policy, plain)
+    assert restores > 0 and shed > 0
+
+
+def _exact(record: dict) -> dict:
+    """What a record says of its execution (not how the walk reached it: where it resumed
+    and merged depends on what the log kept)."""
+    return {name: record[name] for name in EXACT_FIELDS}

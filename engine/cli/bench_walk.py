@@ -114,9 +114,12 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     return lines
 
 
-def walk_memory(trace: str, ratio: float, steps: int, limited: bool) -> dict[str, Any]:
+def walk_memory(
+    trace: str, ratio: float, steps: int, limited: bool, checkpoints: bool = True
+) -> dict[str, Any]:
     """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
-    is the process's high-water mark)."""
+    is the process's high-water mark). `checkpoints=False`: its jumps apply every changed word
+    from where they start, as before the runtime kept copies of the state."""
     ref, program = load(trace)
     base = baseline(program)
     start = budget_for(ratio, base.peak)
@@ -127,6 +130,7 @@ def walk_memory(trace: str, ratio: float, steps: int, limited: bool) -> dict[str
         remat_limit=limit_for(base, 60),
         max_log_bytes=None if limited else 0,  # None: the walk's own share of its budget
         max_run_log_bytes=native.MAX_RUN_LOG_BYTES if limited else 0,
+        checkpoint_words=-1 if checkpoints else 0,
     )
     began = time.perf_counter()
     statuses = []
@@ -135,18 +139,21 @@ def walk_memory(trace: str, ratio: float, steps: int, limited: bool) -> dict[str
         if len(statuses) == steps or step.result.same_execution["hi"] is None:
             break
     seconds = time.perf_counter() - began
+    stats = walk.stats()
     return {
         "runs": len(statuses),
         "statuses": statuses,
         "seconds": seconds,
         "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "unlogged_segments": walk.stats()["unlogged_segments"],
+        "unlogged_segments": stats["unlogged_segments"],
+        "checkpoint_restores": stats["checkpoint_restores"],
     }
 
 
 def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
-    """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit) and
-    limited (the default), each in a fresh process: max RSS and seconds, side by side."""
+    """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit),
+    limited without copies of the state for jumps, and limited with them (the default), each
+    in a fresh process: max RSS and seconds, side by side."""
     lines: list[str] = []
     for trace, ratio, steps in THRASH_WALKS:
         lines += _thrash_memory(trace, ratio, steps, traces_dir)
@@ -161,10 +168,16 @@ def _thrash_memory(
     if traces_dir is not None:
         env["DTR_LANDSCAPE_TRACES"] = str(traces_dir)
     lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
-    for label, limited in (("log unlimited", False), ("log limited", True)):
+    modes = (
+        ("log unlimited", False, True),
+        ("no checkpoints", True, False),
+        ("log limited", True, True),
+    )
+    for label, limited, checkpoints in modes:
         code = (
             "import json; from engine.cli.bench_walk import walk_memory; "
-            f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited})))"
+            f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited}, "
+            f"{checkpoints})))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -174,7 +187,8 @@ def _thrash_memory(
             f"  {label:<14} {got['runs']} runs ({', '.join(sorted(set(got['statuses'])))}) "
             f"{got['seconds']:>7.1f} s ({got['seconds'] / got['runs']:.2f} s each), "
             f"max RSS {got['max_rss'] / 2**20:>6.0f} MB, "
-            f"segments without their words {got['unlogged_segments']:,}"
+            f"segments without their words {got['unlogged_segments']:,}, "
+            f"jumps from a checkpoint {got['checkpoint_restores']:,}"
         )
     return lines
 

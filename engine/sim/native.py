@@ -150,6 +150,7 @@ def _core_for(
     verify_hash: bool = False,
     max_log_bytes: int = 0,
     max_run_log_bytes: int = 0,
+    checkpoint_words: int = -1,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -187,6 +188,7 @@ def _core_for(
         verify_hash=verify_hash,
         max_log_bytes=max_log_bytes,
         max_run_log_bytes=max_run_log_bytes,
+        checkpoint_words=checkpoint_words,
     )
 
 
@@ -289,7 +291,15 @@ WALK_MEMORY_BYTES = 1792 << 20
 
 
 # Walk.stats() counters that are levels (the last runtime's), not sums over the runtimes
-LEVELS = ("snapshots", "state_bytes", "log_bytes", "log_live_bytes", "frame_bytes", "run_bytes")
+LEVELS = (
+    "snapshots",
+    "state_bytes",
+    "log_bytes",
+    "log_live_bytes",
+    "frame_bytes",
+    "checkpoint_bytes",
+    "run_bytes",
+)
 
 
 def state_bytes(program: Program) -> int:
@@ -320,7 +330,9 @@ class Walk:
     enough. A budget-reading policy (TwoPhase) compares inside its scan, where no state is
     kept, so its walk replays every run from the start (same records, no sharing).
     `merging=False` keeps prefix sharing only; `verify_hash=True` recomputes the state hash at
-    every boundary (slow: for tests).
+    every boundary (slow: for tests). `checkpoint_words` spaces the copies of the state a jump
+    starts from (-1: the runtime's default, six states' worth of changed words; 0: none, a
+    jump applies every changed word from where it starts).
     """
 
     def __init__(
@@ -336,6 +348,7 @@ class Walk:
         verify_hash: bool = False,
         max_log_bytes: int | None = None,
         max_run_log_bytes: int = MAX_RUN_LOG_BYTES,
+        checkpoint_words: int = -1,
     ) -> None:
         self.program = program
         self.start = start
@@ -350,6 +363,7 @@ class Walk:
             walk_log_bytes(program, self.max_snapshots) if max_log_bytes is None else max_log_bytes
         )
         self.max_run_log_bytes = max_run_log_bytes
+        self.checkpoint_words = checkpoint_words
         self.core: Any = None
         self.fresh_runs = 0
         self.resumed_runs = 0
@@ -371,6 +385,7 @@ class Walk:
             verify_hash=self.verify_hash,
             max_log_bytes=self.max_log_bytes,
             max_run_log_bytes=self.max_run_log_bytes,
+            checkpoint_words=self.checkpoint_words,
         )
         began = time.monotonic()
         status = self.core.run()

@@ -103,6 +103,8 @@ static void Core_dealloc(Core *c) {
                      c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (int i = 0; i < c->n_spare; i++) PyMem_Free(c->spare[i]);
+    for (Py_ssize_t i = 0; i < c->ck_slots; i++) PyMem_Free(c->ck_arena[i]);
+    PyMem_Free(c->ck_arena);
     for (Py_ssize_t i = 0; i < c->n_snaps; i++) {
         PyMem_Free(c->snaps[i].arena);
         PyMem_Free(c->snaps[i].frames);
@@ -262,14 +264,16 @@ static int build_arena(Core *c) {
 /* Core(n_tensors, op_compute, op_first, op_nout, op_args_off, op_args, op_total, tensor_size,
         tensor_storage, tensor_op, storage_size, step_kind, step_arg, policy, budget, remat_limit,
         retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
-        max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0) */
+        max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0,
+        max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1) */
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
                              "storage_size", "step_kind", "step_arg", "policy", "budget",
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
-                             "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes", NULL};
+                             "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes",
+                             "checkpoint_words", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -278,18 +282,19 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     int twophase_k = 8, events = 0, snapshots = 0;
     Py_ssize_t max_snapshots = 64;
     Py_ssize_t max_log_bytes = 0, max_run_log_bytes = 0; /* 0: no limit */
+    Py_ssize_t checkpoint_words = -1; /* -1: CHECKPOINT_STATES states' words; 0: none */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinn", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnn", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
                                      &verify_hash, &merging, &shared_rows, &max_log_bytes,
-                                     &max_run_log_bytes))
+                                     &max_run_log_bytes, &checkpoint_words))
         return -1;
     if (shared_rows < ROWS_AUTO || shared_rows > ROWS_LABELS) {
         PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1, 2 or 3");
@@ -388,6 +393,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     if (build_static(c) < 0 || build_arena(c) < 0) return -1;
+    c->ck_every = checkpoint_words >= 0 ? (int64_t)checkpoint_words
+                                        : CHECKPOINT_STATES * (int64_t)(c->arena_bytes / 8);
     c->scratch_a = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->scratch_b = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->scratch_d = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -547,8 +554,11 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
     /* the trajectory log's size: its words' bytes (live and garbage), the points' frame
        stacks, what the running run's segments took, and the words encoded so far */
     PyObject *more = Py_BuildValue(
-        "{snsnsnsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
-        (Py_ssize_t)c->log_live, "frame_bytes", frame_bytes(c), "run_bytes",
+        "{snsnsnsnsLsLsLsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
+        (Py_ssize_t)c->log_live, "frame_bytes", frame_bytes(c), "checkpoint_bytes",
+        c->ck_count * (Py_ssize_t)c->arena_bytes, "checkpoints_taken", (long long)c->ck_taken,
+        "checkpoint_restores", (long long)c->ck_restores, "checkpoints_shed",
+        (long long)c->ck_shed, "run_bytes",
         (Py_ssize_t)c->run_bytes, "words_logged", (long long)c->words_logged,
         "log_compactions", (long long)c->log_compactions, "frame_compactions",
         (long long)c->frame_compactions);

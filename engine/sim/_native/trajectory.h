@@ -325,6 +325,11 @@ static inline Py_ssize_t frame_bytes(const Core *c) {
     return (Py_ssize_t)sizeof(Frame) * c->fr_len + (Py_ssize_t)sizeof(int32_t) * c->ul_len;
 }
 
+/* What the log's limit counts besides the words: the frame stacks and the checkpoints. */
+static inline Py_ssize_t kept_bytes(const Core *c) {
+    return frame_bytes(c) + c->ck_count * (Py_ssize_t)c->arena_bytes;
+}
+
 static int compare_ranges(const void *a, const void *b) {
     Py_ssize_t x = ((const Range *)a)->off, y = ((const Range *)b)->off;
     return (x > y) - (x < y);
@@ -387,7 +392,7 @@ static void compact_log(Core *c) {
        next run past the limit (see log_limit). Not at every run: moving a log of hundreds
        of MB costs more than a merged run (milliseconds). */
     int near_limit =
-        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - frame_bytes(c);
+        c->log_limit > 0 && 2 * (c->log_len - live) > c->log_limit - live - kept_bytes(c);
     if (c->log_len < 2 * live + (1 << 16) && !near_limit) return;
     Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
     if (!ranges) return;
@@ -403,8 +408,32 @@ static void compact_log(Core *c) {
 /* Whether n more bytes would take the log past a limit (see log_limit). Within a run, once
    true it stays true: the log and the run's bytes only grow until the run ends. */
 static inline int past_log_limit(Core *c, Py_ssize_t n) {
-    return (c->log_limit > 0 && c->log_len + n + frame_bytes(c) > c->log_limit) ||
+    return (c->log_limit > 0 && c->log_len + n + kept_bytes(c) > c->log_limit) ||
            (c->resuming && c->run_log_limit > 0 && c->run_bytes > c->run_log_limit);
+}
+
+/* The log needs the checkpoints' room: they are an economy for jumps, and a segment without
+   its words costs a replay instead (seconds, in a thrashing band). All go at once, and new
+   ones are taken only while there is room for them (see append_point). */
+static void shed_checkpoints(Core *c) {
+    for (Py_ssize_t i = 0; i < c->n_pts; i++) c->pts[i].ck = 0;
+    for (Py_ssize_t i = 0; i < c->n_own; i++) c->own[i].ck = 0;
+    for (Py_ssize_t k = 0; k < c->ck_slots; k++)
+        if (c->ck_arena[k]) {
+            arena_give(c, c->ck_arena[k]);
+            c->ck_arena[k] = NULL;
+        }
+    c->ck_count = 0;
+    c->ck_shed++;
+}
+
+/* Whether the log has room for n more bytes, once the checkpoints gave theirs up. Asked as
+   points open (their frame stacks) and as segments close (their words): past the limit at
+   one, past it at every later one of the run (see past_log_limit), so that a point made past
+   it, whose frame stack was not kept, never has a segment whose words were. */
+static int room_for_log(Core *c, Py_ssize_t n) {
+    if (c->ck_count > 0 && past_log_limit(c, n)) shed_checkpoints(c);
+    return !past_log_limit(c, n);
 }
 
 /* The open segment ends: its sums and changed words go to the run's last point. */
@@ -431,7 +460,7 @@ static void close_segment(Core *c) {
         bytes = encode_segment(c->log + c->log_len, c->dirty_list.items, c->dirty_old, words, n,
                                &c->words_logged);
         c->run_bytes += bytes;
-        if (past_log_limit(c, bytes)) {
+        if (!room_for_log(c, bytes)) {
             g->unlogged = 1; /* see log_limit */
             c->unlogged_segments++;
             bytes = 0;
@@ -445,6 +474,52 @@ static void close_segment(Core *c) {
         c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
     }
     c->dirty_list.len = 0;
+}
+
+/* ---- checkpoints (see ck_arena in state.h) ---- */
+/* Every CHECKPOINT_STATES states' worth of changed words (InceptionV4's state is 0.7M
+   words, a thrashing run's trajectory 87M): the copies take a quarter of the log's bytes
+   and a jump applies at most that many words (from 8.4M on average at 0.20). */
+#define CHECKPOINT_STATES 6
+
+/* Copy the live arena (the state at point p) into a free slot. An economy: without memory
+   the point has none. */
+static void take_checkpoint(Core *c, Point *p) {
+    Py_ssize_t slot = 0;
+    while (slot < c->ck_slots && c->ck_arena[slot]) slot++;
+    if (slot == c->ck_slots) {
+        Py_ssize_t cap = c->ck_slots ? 2 * c->ck_slots : 16;
+        char **grown = (char **)PyMem_Realloc(c->ck_arena, sizeof(char *) * cap);
+        if (!grown) return;
+        for (Py_ssize_t i = c->ck_slots; i < cap; i++) grown[i] = NULL;
+        c->ck_arena = grown;
+        c->ck_slots = cap;
+    }
+    char *copy = arena_take(c);
+    if (!copy) return;
+    memcpy(copy, c->arena, c->arena_bytes);
+    c->ck_arena[slot] = copy;
+    c->ck_count++;
+    c->ck_taken++;
+    c->ck_words_at = c->words_logged;
+    p->ck = (int32_t)slot + 1;
+}
+
+/* Release the checkpoints no point of the trajectory holds any more (the points a run
+   rewrote, and those of the rest it did not take over). */
+static void release_checkpoints(Core *c) {
+    if (c->ck_count == 0) return;
+    uint8_t *held = (uint8_t *)PyMem_Calloc(c->ck_slots, 1);
+    if (!held) return; /* kept until the next splice */
+    for (Py_ssize_t i = 0; i < c->n_pts; i++)
+        if (c->pts[i].ck) held[c->pts[i].ck - 1] = 1;
+    for (Py_ssize_t k = 0; k < c->ck_slots; k++)
+        if (c->ck_arena[k] && !held[k]) {
+            arena_give(c, c->ck_arena[k]);
+            c->ck_arena[k] = NULL;
+            c->ck_count--;
+        }
+    PyMem_Free(held);
 }
 
 static int own_reserve(Core *c, Py_ssize_t need) {
@@ -489,7 +564,7 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
         p->und_top = s->und_top;
         /* past the log's limit no jump can reach this point (its segment will miss its words
            too): its frame stack is not kept, 0.5-1 GB a trajectory on the TreeLSTM */
-        p->bare = past_log_limit(c, 0);
+        p->bare = !room_for_log(c, 0);
         if (p->bare) {
             p->fr_off = p->und_off = 0;
             open_segment(c);
@@ -519,6 +594,9 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
         memcpy(c->ul_log + c->ul_len, c->und.items, sizeof(int32_t) * s->und_top);
         c->fr_len += s->fs_top;
         c->ul_len += s->und_top;
+        if (c->ck_every > 0 && c->words_logged - c->ck_words_at >= c->ck_every &&
+            !past_log_limit(c, (Py_ssize_t)c->arena_bytes))
+            take_checkpoint(c, p);
         open_segment(c);
     }
     c->s.n_points++;
@@ -570,24 +648,56 @@ static int point_state(Core *c, const Point *g) {
 
 static int push_snapshot(Core *c, int64_t value, int lazy);
 
-/* From trajectory point m (in its state) to point g: the segments' changed words are applied
-   to the arena, their sums added to the record, the points copied into the run's own list,
-   and the state becomes g's. Where a segment holds an exceeding value below every one this
-   run met so far, the next runs may need to resume there: the state at the segment's start
-   is copied first (the replay would have snapshotted inside the segment). */
+/* The arena from point *at's state (at <= x) to point x's: from checkpoint point ck (in
+   (*at, x], or -1) when the log from *at up to it, ck_bytes, would cost more to apply than
+   the copy, then the segments' changed words. */
+static void advance_arena(Core *c, Py_ssize_t *at, Py_ssize_t x, Py_ssize_t ck,
+                          Py_ssize_t ck_bytes) {
+    if (ck > *at && ck_bytes > (Py_ssize_t)(c->arena_bytes / 4)) {
+        memcpy(c->arena, c->ck_arena[c->pts[ck].ck - 1], c->arena_bytes);
+        *at = ck;
+        c->ck_restores++;
+    }
+    uint64_t *words = (uint64_t *)c->arena;
+    for (Py_ssize_t k = *at; k < x; k++)
+        apply_segment(words, c->log + c->pts[k].log_off, c->pts[k].log_len);
+    *at = x;
+}
+
+/* From trajectory point m (in its state) to point g: the segments' sums are added to the
+   record, the points copied into the run's own list, the arena brought to g's state (the
+   changed words from the last checkpoint on), and the state becomes g's. Where a segment
+   holds an exceeding value below every one this run met so far, the next runs may need to
+   resume there: the state at the segment's start is copied first (the replay would have
+   snapshotted inside the segment). */
 static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
     Scalars *s = &c->s;
-    uint64_t *words = (uint64_t *)c->arena;
+    Py_ssize_t at = m;       /* the arena holds point at's state */
+    Py_ssize_t ck = -1;      /* the last point past `at` with a checkpoint, */
+    Py_ssize_t ck_bytes = 0; /* the log's bytes from `at` to it, */
+    Py_ssize_t bytes = 0;    /* and from `at` to point k */
     for (Py_ssize_t k = m; k < g; k++) {
         const Point *p = &c->pts[k];
+        if (k > at && p->ck) {
+            ck = k;
+            ck_bytes = bytes;
+        }
         if (p->exceeds_min < s->exceeds_min) {
+            advance_arena(c, &at, k, ck, ck_bytes);
+            ck = -1;
+            bytes = 0;
             if (point_state(c, p) < 0) return ST_ERROR;
             if (push_snapshot(c, p->exceeds_min, 0) < 0) return ST_ERROR;
         }
         take_segment(s, p);
         if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
-        apply_segment(words, c->log + p->log_off, p->log_len);
+        bytes += p->log_len;
     }
+    if (g > at && c->pts[g].ck) {
+        ck = g;
+        ck_bytes = bytes;
+    }
+    advance_arena(c, &at, g, ck, ck_bytes);
     if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
     c->jumps++;
     c->steps_jumped += c->pts[g].step - c->pts[m].step;
@@ -602,7 +712,7 @@ static int jump_allowed(Core *c, Py_ssize_t m, Py_ssize_t g) {
         return 0;
     }
     for (Py_ssize_t k = m; k < g; k++)
-        if (c->pts[k].unlogged) {
+        if (c->pts[k].unlogged || c->pts[k].bare) { /* (a bare point's segment is unlogged) */
             c->jumps_refused++;
             return 0;
         }
@@ -679,6 +789,7 @@ static int splice(Core *c, Py_ssize_t tail_from) {
     memcpy(c->pts + c->own_from, c->own, sizeof(Point) * c->n_own);
     c->n_pts = at + tail;
     c->n_own = 0;
+    release_checkpoints(c);
     compact_log(c);
     return 0;
 }
