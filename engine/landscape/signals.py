@@ -10,7 +10,6 @@ have met, right after the batch is both stored and counted.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -35,4 +34,6 @@ def interrupts_held() -> Iterator[None]:
         for number, handler in previous.items():
             signal.signal(number, handler)
         if noted:
-            os.kill(os.getpid(), noted[0])
+            # in this thread, at once: os.kill of the own process may hand it to another
+            # thread (DuckDB's, Dask's), and the handler would run whenever this one next looks
+            signal.raise_signal(noted[0])
