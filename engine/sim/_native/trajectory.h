@@ -406,7 +406,9 @@ static void compact_log(Core *c) {
 }
 
 /* Whether n more bytes would take the log past a limit (see log_limit). Within a run, once
-   true it stays true: the log and the run's bytes only grow until the run ends. */
+   true with no checkpoints left it stays true: the log, its frame stacks and the run's bytes
+   only grow until the run ends, and no checkpoint is taken past the limit (room_for_log
+   sheds them first). */
 static inline int past_log_limit(Core *c, Py_ssize_t n) {
     return (c->log_limit > 0 && c->log_len + n + kept_bytes(c) > c->log_limit) ||
            (c->resuming && c->run_log_limit > 0 && c->run_bytes > c->run_log_limit);
