@@ -109,20 +109,33 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
     """The shared neighbourhood searches find exactly what one search per storage finds,
     whichever way they make them: labels swept over the ids (the default where ids are a
     topological order), or one walk of the evicted region building rows by converting local
-    unions bit by bit or from the region's global closures (forced here)."""
+    unions bit by bit or from the region's global closures (forced here). A sweep takes up to
+    512 bases at once (8 label words): also forced to 64 and 192, so that every pass of more
+    is cut into several sweeps of other widths."""
     ways: list[dict] = [
         {"shared_search": False},
         {"shared_rows": "auto"},
         {"shared_rows": "convert"},
         {"shared_rows": "closures"},
         {"shared_rows": "labels"},
+        {"shared_rows": "labels", "sweep_words": 1},
+        {"shared_rows": "labels", "sweep_words": 3},
     ]
-    for name, ratio in (("resnet32", 0.101), ("unet", 0.433), ("densenet121", 0.2), ("lstm", 0.15)):
+    widest = {}
+    for name, ratio in (
+        ("resnet32", 0.101),
+        ("unet", 0.433),
+        ("densenet121", 0.2),
+        ("lstm", 0.15),
+        ("inceptionv4", 0.235),
+    ):
         _, program = load(name, traces_dir)
         base = baseline(program)
         budget = budget_for(ratio, base.peak)
         stats = _ways_agree(program, budget, base.model_compute * 59, ways)
-        plain, auto, convert, closures, labels = stats
+        plain, auto, convert, closures, labels, narrow, three = stats
+        widest[name] = labels["sweep_widest_chunk"]
+        assert narrow["sweep_widest_chunk"] <= 64 and three["sweep_widest_chunk"] <= 192, name
         assert all(s["topological"] == 1 for s in stats), name
         assert plain["shared_passes"] == plain["sweep_passes"] == 0, name
         assert convert["shared_passes_closure_rows"] == convert["sweep_passes"] == 0, name
@@ -131,6 +144,12 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         assert labels["sweep_passes"] > 0 and labels["shared_passes"] == 0, name
         # ids are a topological order on every DTR trace: the default sweeps every pass
         assert auto["sweep_passes"] == labels["sweep_passes"] and auto["shared_passes"] == 0
+    # the widths the points reach: one word (the LSTM), several, and all eight, then more bases
+    # than one sweep takes (InceptionV4's passes reach 512: cut in two or more)
+    assert widest["lstm"] <= 64 < widest["unet"] and widest["densenet121"] > 320, widest
+    assert widest["inceptionv4"] == 512, widest
+    with pytest.raises(ValueError, match="sweep_words must be 1 to 8"):
+        NativeSimulation(program, 1, make_policy("DTR"), sweep_words=9)
     with pytest.raises(
         ValueError, match="shared_rows: expected one of auto, convert, closures, labels"
     ):

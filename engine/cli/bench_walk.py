@@ -115,11 +115,17 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
 
 
 def walk_memory(
-    trace: str, ratio: float, steps: int, limited: bool, checkpoints: bool = True
+    trace: str,
+    ratio: float,
+    steps: int,
+    limited: bool,
+    checkpoints: bool = True,
+    sweep_words: int = native.SWEEP_WORDS,
 ) -> dict[str, Any]:
     """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
     is the process's high-water mark). `checkpoints=False`: its jumps apply every changed word
-    from where they start, as before the runtime kept copies of the state."""
+    from where they start, as before the runtime kept copies of the state. `sweep_words=1`:
+    the neighbourhood searches sweep 64 bases at a time, as before wider labels."""
     ref, program = load(trace)
     base = baseline(program)
     start = budget_for(ratio, base.peak)
@@ -131,6 +137,7 @@ def walk_memory(
         max_log_bytes=None if limited else 0,  # None: the walk's own share of its budget
         max_run_log_bytes=native.MAX_RUN_LOG_BYTES if limited else 0,
         checkpoint_words=-1 if checkpoints else 0,
+        sweep_words=sweep_words,
     )
     began = time.perf_counter()
     statuses = []
@@ -152,8 +159,9 @@ def walk_memory(
 
 def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit),
-    limited without copies of the state for jumps, and limited with them (the default), each
-    in a fresh process: max RSS and seconds, side by side."""
+    limited without copies of the state for jumps, limited with searches swept 64 bases at a
+    time, and the default (limited, copies, 512 bases a sweep), each in a fresh process: max
+    RSS and seconds, side by side."""
     lines: list[str] = []
     for trace, ratio, steps in THRASH_WALKS:
         lines += _thrash_memory(trace, ratio, steps, traces_dir)
@@ -168,16 +176,18 @@ def _thrash_memory(
     if traces_dir is not None:
         env["DTR_LANDSCAPE_TRACES"] = str(traces_dir)
     lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
+    wide = native.SWEEP_WORDS
     modes = (
-        ("log unlimited", False, True),
-        ("no checkpoints", True, False),
-        ("log limited", True, True),
+        ("log unlimited", False, True, wide),
+        ("no checkpoints", True, False, wide),
+        ("64-base sweeps", True, True, 1),
+        ("log limited", True, True, wide),
     )
-    for label, limited, checkpoints in modes:
+    for label, limited, checkpoints, sweep_words in modes:
         code = (
             "import json; from engine.cli.bench_walk import walk_memory; "
             f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited}, "
-            f"{checkpoints})))"
+            f"{checkpoints}, {sweep_words})))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

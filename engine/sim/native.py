@@ -131,6 +131,8 @@ def _limit(remat_limit: float) -> int | None:
 # How the shared searches build their rows (_native/regions.h, shared_pass): chosen per pass by a
 # cost estimate, or forced one way (tests prove both ways give the plain searches' rows).
 SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
+# a label sweep takes up to 64 * SWEEP_WORDS bases at once (_native/regions.h; fewer: a test)
+SWEEP_WORDS = 8
 
 
 def _core_for(
@@ -151,6 +153,7 @@ def _core_for(
     max_log_bytes: int = 0,
     max_run_log_bytes: int = 0,
     checkpoint_words: int = -1,
+    sweep_words: int = SWEEP_WORDS,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -189,6 +192,7 @@ def _core_for(
         max_log_bytes=max_log_bytes,
         max_run_log_bytes=max_run_log_bytes,
         checkpoint_words=checkpoint_words,
+        sweep_words=sweep_words,
     )
 
 
@@ -229,6 +233,7 @@ class NativeSimulation:
         events: EventLog | None = None,
         shared_search: bool = True,
         shared_rows: str = "auto",
+        sweep_words: int = SWEEP_WORDS,
     ) -> None:
         self.budget = budget
         self.events = events
@@ -242,6 +247,7 @@ class NativeSimulation:
             events=events is not None,
             shared_search=shared_search,
             shared_rows=shared_rows,
+            sweep_words=sweep_words,
         )
 
     def run(self) -> RunResult:
@@ -300,6 +306,19 @@ LEVELS = (
     "checkpoint_bytes",
     "run_bytes",
 )
+# ... and the ones that are the most any runtime reached
+MAXIMA = ("sweep_widest_chunk",)
+
+
+def _add_counters(into: dict[str, int], stats: dict[str, int], *, levels: bool) -> None:
+    """Adds one runtime's counters to a walk's: sums, maxima, and (if `levels`) its levels."""
+    for name, value in stats.items():
+        if name in MAXIMA:
+            into[name] = max(into.get(name, 0), value)
+        elif name not in LEVELS:
+            into[name] = into.get(name, 0) + value
+        elif levels:
+            into[name] = value
 
 
 def state_bytes(program: Program) -> int:
@@ -332,7 +351,8 @@ class Walk:
     `merging=False` keeps prefix sharing only; `verify_hash=True` recomputes the state hash at
     every boundary (slow: for tests). `checkpoint_words` spaces the copies of the state a jump
     starts from (-1: the runtime's default, six states' worth of changed words; 0: none, a
-    jump applies every changed word from where it starts).
+    jump applies every changed word from where it starts). `sweep_words` caps the bases of one
+    label sweep at 64 * sweep_words (1: the 64 of earlier runtimes, for `bench`).
     """
 
     def __init__(
@@ -349,6 +369,7 @@ class Walk:
         max_log_bytes: int | None = None,
         max_run_log_bytes: int = MAX_RUN_LOG_BYTES,
         checkpoint_words: int = -1,
+        sweep_words: int = SWEEP_WORDS,
     ) -> None:
         self.program = program
         self.start = start
@@ -364,6 +385,7 @@ class Walk:
         )
         self.max_run_log_bytes = max_run_log_bytes
         self.checkpoint_words = checkpoint_words
+        self.sweep_words = sweep_words
         self.core: Any = None
         self.fresh_runs = 0
         self.resumed_runs = 0
@@ -371,8 +393,7 @@ class Walk:
 
     def _fresh(self, budget: int) -> WalkStep:
         if self.core is not None:
-            for name, value in self.core.stats().items():
-                self._retired[name] = self._retired.get(name, 0) + value
+            _add_counters(self._retired, self.core.stats(), levels=False)
         self.core = _core_for(
             self.program,
             budget,
@@ -386,6 +407,7 @@ class Walk:
             max_log_bytes=self.max_log_bytes,
             max_run_log_bytes=self.max_run_log_bytes,
             checkpoint_words=self.checkpoint_words,
+            sweep_words=self.sweep_words,
         )
         began = time.monotonic()
         status = self.core.run()
@@ -419,10 +441,6 @@ class Walk:
         """Work counters over the whole walk (core.c's, summed over the runtimes it used)."""
         out = dict(self._retired)
         if self.core is not None:
-            for name, value in self.core.stats().items():
-                if name in LEVELS:
-                    out[name] = value
-                else:
-                    out[name] = out.get(name, 0) + value
+            _add_counters(out, self.core.stats(), levels=True)
         out.update(fresh_runs=self.fresh_runs, resumed_runs=self.resumed_runs)
         return out

@@ -265,7 +265,7 @@ static int build_arena(Core *c) {
         tensor_storage, tensor_op, storage_size, step_kind, step_arg, policy, budget, remat_limit,
         retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
         max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0,
-        max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1) */
+        max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1, sweep_words=SWEEP_WORDS) */
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
@@ -273,7 +273,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
                              "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes",
-                             "checkpoint_words", NULL};
+                             "checkpoint_words", "sweep_words", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -284,18 +284,23 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t max_log_bytes = 0, max_run_log_bytes = 0; /* 0: no limit */
     Py_ssize_t checkpoint_words = -1; /* -1: CHECKPOINT_STATES states' words; 0: none */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
+    int sweep_words = SWEEP_WORDS;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnn", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnni", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
                                      &verify_hash, &merging, &shared_rows, &max_log_bytes,
-                                     &max_run_log_bytes, &checkpoint_words))
+                                     &max_run_log_bytes, &checkpoint_words, &sweep_words))
         return -1;
+    if (sweep_words < 1 || sweep_words > SWEEP_WORDS) {
+        PyErr_Format(PyExc_ValueError, "Core: sweep_words must be 1 to %d", SWEEP_WORDS);
+        return -1;
+    }
     if (shared_rows < ROWS_AUTO || shared_rows > ROWS_LABELS) {
         PyErr_SetString(PyExc_ValueError, "Core: shared_rows must be 0 (auto), 1, 2 or 3");
         return -1;
@@ -403,11 +408,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->bases = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->lc = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
-    c->sweep_lab = (uint64_t *)PyMem_Calloc(n + 1, sizeof(uint64_t));
-    c->sweep_flab = (uint64_t *)PyMem_Calloc(n + 1, sizeof(uint64_t));
+    c->sweep_lab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
+    c->sweep_flab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_act = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->sweep_res = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
-    c->label_rows = (uint64_t *)PyMem_Calloc((size_t)128 * c->words, sizeof(uint64_t));
+    c->label_rows = (uint64_t *)PyMem_Calloc((size_t)128 * SWEEP_WORDS * c->words, sizeof(uint64_t));
     c->base_entry = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->entry_base = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     for (int d = 0; d < 2; d++) {
@@ -418,6 +423,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     }
     c->shared_search = shared_search;
     c->shared_rows = shared_rows;
+    c->sweep_words = sweep_words;
     if (c->tracking) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -537,7 +543,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
     PyObject *d = Py_BuildValue(
-        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
+        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
         "visited", (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
         c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped", c->snaps_dropped,
         "state_bytes", (Py_ssize_t)c->arena_bytes, "merges", (long long)c->merges,
@@ -547,7 +553,8 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "steps_jumped", (long long)c->steps_jumped, "shared_passes", (long long)c->shared_passes,
         "shared_passes_closure_rows", (long long)c->global_passes, "memo_hits",
         (long long)c->memo_hits, "plain_passes", (long long)c->plain_passes, "cycle_passes",
-        (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes, "topological",
+        (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes, "sweep_widest_chunk",
+        (long long)c->sweep_widest, "topological",
         (long long)c->topological, "unlogged_segments", (long long)c->unlogged_segments,
         "jumps_refused", (long long)c->jumps_refused);
     if (!d) return NULL;

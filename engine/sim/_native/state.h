@@ -157,7 +157,8 @@ typedef struct {
     int64_t memo_hits;
     int32_t *dfs_node, *dfs_edge, *bases;
     uint64_t *label_rows; /* sweep_pass's rows of 64 bases */
-    int64_t sweep_passes;
+    int64_t sweep_passes, sweep_widest; /* passes; the most bases one chunk of a pass took */
+    int sweep_words; /* a sweep's label words: up to 64 * sweep_words bases (a test switch) */
     /* every edge of the storage graph goes from a lower storage id to a higher one (true of
        the DTR traces: an operator's new storage is numbered after its arguments); then the
        label passes sweep ids in order instead of walking the region first (sweep_pass) */
