@@ -128,10 +128,10 @@ def _limit(remat_limit: float) -> int | None:
     return None if remat_limit == INF else math.floor(remat_limit)
 
 
-# How the shared searches build their rows (_native/regions.h, shared_pass): chosen per pass by a
+# How the shared searches build their rows (_native/closures.h, shared_pass): chosen per pass by a
 # cost estimate, or forced one way (tests prove both ways give the plain searches' rows).
 SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
-# a label sweep takes up to 64 * SWEEP_WORDS bases at once (_native/regions.h; fewer: a test)
+# a label sweep takes up to 64 * SWEEP_WORDS bases at once (_native/sweeps.h; fewer: a test)
 SWEEP_WORDS = 8
 
 

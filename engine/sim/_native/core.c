@@ -58,6 +58,8 @@ enum { ROWS_AUTO = 0, ROWS_CONVERT = 1, ROWS_CLOSURES = 2, ROWS_LABELS = 3 };
 #include "state.h"
 #include "hash.h"
 #include "events.h"
+#include "sweeps.h"
+#include "closures.h"
 #include "regions.h"
 #include "policy.h"
 #include "trajectory.h"
