@@ -144,8 +144,8 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         assert labels["sweep_passes"] > 0 and labels["shared_passes"] == 0, name
         # ids are a topological order on every DTR trace: the default sweeps every pass
         assert auto["sweep_passes"] == labels["sweep_passes"] and auto["shared_passes"] == 0
-    # the widths the points reach: one word (the LSTM), several, and all eight, then more bases
-    # than one sweep takes (InceptionV4's passes reach 512: cut in two or more)
+    # the widths the points reach: one word (the LSTM), several, and all eight (InceptionV4's
+    # passes fill a sweep of 512); the 64- and 192-base ways cut the wider passes in several
     assert widest["lstm"] <= 64 < widest["unet"] and widest["densenet121"] > 320, widest
     assert widest["inceptionv4"] == 512, widest
     with pytest.raises(ValueError, match="sweep_words must be 1 to 8"):
