@@ -47,9 +47,8 @@ static int memo_reserve(Core *c, Py_ssize_t nb, Py_ssize_t words) {
    returns -1 before writing anything, and the caller searches plainly. */
 static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward) {
     Arrays *a = &c->a;
-    const int32_t *off = forward ? c->ch_off : c->pa_off;
-    const int32_t *items = forward ? c->ch_items : c->pa_items;
-    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    Graph g = graph_of(c, forward);
+    const int32_t *off = g.off, *items = g.items, *len = g.len;
     const uint8_t *material = a->material;
     int32_t *mark = c->mark[0], *done = c->done[0], *local = c->slot[0];
     int32_t *global = c->slot[1], *post = c->mark[1];

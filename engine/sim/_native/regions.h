@@ -9,9 +9,8 @@
    from closures (closures.h), or one by one (search, below). */
 static void search(Core *c, int32_t base, int forward) {
     Arrays *a = &c->a;
-    const int32_t *off = forward ? c->ch_off : c->pa_off;
-    const int32_t *items = forward ? c->ch_items : c->pa_items;
-    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    Graph g = graph_of(c, forward);
+    const int32_t *off = g.off, *items = g.items, *len = g.len;
     uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
     uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
     row_begin(c, interior, 0);

@@ -243,4 +243,16 @@ static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64
 
 static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
 
+/* One direction of the storage graph: storage s's neighbours are items[off[s] ..
+   off[s] + len[s]) (children forward, parents backward; len lives in the state). */
+typedef struct {
+    const int32_t *off, *items, *len;
+} Graph;
+
+static inline Graph graph_of(Core *c, int forward) {
+    Graph g = {forward ? c->ch_off : c->pa_off, forward ? c->ch_items : c->pa_items,
+               forward ? c->a.ch_len : c->a.pa_len};
+    return g;
+}
+
 #endif /* DTR_STATE_H */

@@ -11,9 +11,8 @@
 static void put_rows(Core *c, int32_t base, int forward, const uint64_t *interior_rows,
                      uint64_t *frontier_rows, int64_t total) {
     Arrays *a = &c->a;
-    const int32_t *off = forward ? c->ch_off : c->pa_off;
-    const int32_t *items = forward ? c->ch_items : c->pa_items;
-    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    Graph g = graph_of(c, forward);
+    const int32_t *off = g.off, *items = g.items, *len = g.len;
     uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
     uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
     const int32_t *e = items + off[base];
@@ -64,9 +63,8 @@ static void put_rows(Core *c, int32_t base, int forward, const uint64_t *interio
 static inline __attribute__((always_inline)) void
 sweep_chunk(Core *c, const int32_t *bases, int k, int forward, const int W) {
     Arrays *a = &c->a;
-    const int32_t *off = forward ? c->ch_off : c->pa_off;
-    const int32_t *items = forward ? c->ch_items : c->pa_items;
-    const int32_t *len = forward ? a->ch_len : a->pa_len;
+    Graph g = graph_of(c, forward);
+    const int32_t *off = g.off, *items = g.items, *len = g.len;
     const uint8_t *material = a->material;
     Py_ssize_t GW = c->words;
     uint64_t *lab = c->sweep_lab, *flab = c->sweep_flab, *act = c->sweep_act, *res = c->sweep_res;
