@@ -54,7 +54,7 @@ static void put_rows(Core *c, int32_t base, int forward, const uint64_t *interio
    Unrolled GAN run whose passes often have more than 64 took 0.48x the time, a walk on
    InceptionV4 near 0.233 0.61x.
 
-   Labels are wider than one word because InceptionV4's passes have ~150 bases, up to 500: with
+   Labels are wider than one word because InceptionV4's passes have ~150 bases, over 500: with
    64 bases a sweep its region was walked 2.4 times per pass at 0.20 (176M storages visited
    where 73M were distinct per pass), 3.3 times at 0.235. A storage's label is non-zero exactly
    while its bit in act (evicted) or res (resident) is set. */
