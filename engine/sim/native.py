@@ -132,7 +132,7 @@ def _limit(remat_limit: float) -> int | None:
 # cost estimate, or forced one way (tests prove both ways give the plain searches' rows).
 SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
 # a label sweep takes up to 64 * SWEEP_WORDS bases at once (_native/sweeps.h; fewer: a test)
-SWEEP_WORDS = 8
+SWEEP_WORDS: int = _core.SWEEP_WORDS if _core is not None else 1
 
 
 def _core_for(
@@ -438,7 +438,8 @@ class Walk:
                 step = self._fresh(budget)
 
     def stats(self) -> dict[str, int]:
-        """Work counters over the whole walk (core.c's, summed over the runtimes it used)."""
+        """Work counters over the whole walk (core.c's over the runtimes it used: summed, the
+        levels the live runtime's, the maxima the largest)."""
         out = dict(self._retired)
         if self.core is not None:
             _add_counters(out, self.core.stats(), levels=True)

@@ -704,5 +704,9 @@ PyMODINIT_FUNC PyInit_core(void) {
         Py_DECREF(m);
         return NULL;
     }
+    if (PyModule_AddIntConstant(m, "SWEEP_WORDS", SWEEP_WORDS) < 0) { /* native.py reads it */
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

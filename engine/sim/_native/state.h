@@ -156,14 +156,14 @@ typedef struct {
     Py_ssize_t memo_cap, memo_slots;
     int64_t memo_hits;
     int32_t *dfs_node, *dfs_edge, *bases;
-    uint64_t *label_rows; /* sweep_pass's rows of 64 bases */
+    uint64_t *label_rows; /* sweep_chunk's rows of up to 64 * SWEEP_WORDS bases */
     int64_t sweep_passes, sweep_widest; /* passes; the most bases one chunk of a pass took */
     int sweep_words; /* a sweep's label words: up to 64 * sweep_words bases (a test switch) */
     /* every edge of the storage graph goes from a lower storage id to a higher one (true of
        the DTR traces: an operator's new storage is numbered after its arguments); then the
        label passes sweep ids in order instead of walking the region first (sweep_pass) */
     int topological;
-    uint64_t *sweep_lab, *sweep_flab; /* sweep_pass's words by storage (zero between passes) */
+    uint64_t *sweep_lab, *sweep_flab; /* sweep_chunk's labels by storage (zero between chunks) */
     uint64_t *sweep_act, *sweep_res;  /* its storages to pass on, and the resident ones reached */
     int shared_search; /* 0: plain searches only (a test switch) */
     Vec32 cover;       /* TwoPhase's candidates */
