@@ -62,6 +62,8 @@ enum { ROWS_AUTO = 0, ROWS_CONVERT = 1, ROWS_CLOSURES = 2, ROWS_LABELS = 3 };
 #include "closures.h"
 #include "regions.h"
 #include "policy.h"
+#include "snapshots.h"
+#include "segment_log.h"
 #include "trajectory.h"
 #include "runtime.h"
 
