@@ -6,14 +6,7 @@
 #define DTR_SEGMENT_LOG_H
 
 static int log_reserve(Core *c, Py_ssize_t need) {
-    if (need <= c->log_cap) return 0;
-    Py_ssize_t cap = c->log_cap ? c->log_cap : 65536;
-    while (cap < need) cap *= 2;
-    uint8_t *grown = (uint8_t *)PyMem_Realloc(c->log, cap);
-    if (!grown) { PyErr_NoMemory(); return -1; }
-    c->log = grown;
-    c->log_cap = cap;
-    return 0;
+    return RESERVE(c->log, c->log_cap, need, 65536);
 }
 
 /* A segment's changed words, encoded: a jump from the segment's start applies

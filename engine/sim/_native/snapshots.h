@@ -48,13 +48,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
         c->n_snaps--;
         c->snaps_dropped++;
     }
-    if (c->n_snaps == c->snaps_cap) {
-        Py_ssize_t cap = c->snaps_cap ? c->snaps_cap * 2 : 16;
-        Snapshot *grown = (Snapshot *)PyMem_Realloc(c->snaps, sizeof(Snapshot) * cap);
-        if (!grown) { PyErr_NoMemory(); return -1; }
-        c->snaps = grown;
-        c->snaps_cap = cap;
-    }
+    if (RESERVE(c->snaps, c->snaps_cap, c->n_snaps + 1, 16) < 0) return -1;
     Snapshot *snap = &c->snaps[c->n_snaps];
     snap->value = value;
     snap->lazy = lazy;
@@ -99,14 +93,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
 static int take_snapshot(Core *c, int64_t value) { return push_snapshot(c, value, 0); }
 
 static int reserve_frames(Core *c, Py_ssize_t need) {
-    if (need <= c->frames_cap) return 0;
-    Py_ssize_t cap = c->frames_cap ? c->frames_cap : 64;
-    while (cap < need) cap *= 2;
-    Frame *grown = (Frame *)PyMem_Realloc(c->frames, sizeof(Frame) * cap);
-    if (!grown) { PyErr_NoMemory(); return -1; }
-    c->frames = grown;
-    c->frames_cap = cap;
-    return 0;
+    return RESERVE(c->frames, c->frames_cap, need, 64);
 }
 
 /* Restore the newest snapshot and make its value the budget (it then fits). */

@@ -10,16 +10,28 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec32;
 
-static int vec_reserve(Vec32 *v, Py_ssize_t need) {
-    if (need <= v->cap) return 0;
-    Py_ssize_t cap = v->cap ? v->cap : 64;
-    while (cap < need) cap *= 2;
-    int32_t *grown = (int32_t *)PyMem_Realloc(v->items, sizeof(int32_t) * cap);
-    if (!grown) { PyErr_NoMemory(); return -1; }
-    v->items = grown;
-    v->cap = cap;
-    return 0;
-}
+/* Room for `need` items in a growable array (items, capacity): the capacity doubles from
+   `first` until it holds them. 0, or -1 with a MemoryError set (the array as it was). */
+#define RESERVE(items, capacity, need, first)                                                   \
+    __extension__({                                                                             \
+        int r_ = 0;                                                                             \
+        Py_ssize_t need_ = (need);                                                              \
+        if (need_ > (capacity)) {                                                               \
+            Py_ssize_t n_ = (capacity) ? (capacity) : (first);                                  \
+            while (n_ < need_) n_ *= 2;                                                         \
+            __typeof__(items) g_ = (__typeof__(items))PyMem_Realloc((items), sizeof *(items) * n_); \
+            if (g_) {                                                                           \
+                (items) = g_;                                                                   \
+                (capacity) = n_;                                                                \
+            } else {                                                                            \
+                PyErr_NoMemory();                                                               \
+                r_ = -1;                                                                        \
+            }                                                                                   \
+        }                                                                                       \
+        r_;                                                                                     \
+    })
+
+static int vec_reserve(Vec32 *v, Py_ssize_t need) { return RESERVE(v->items, v->cap, need, 64); }
 
 /* ---- state ------------------------------------------------------------------------------ */
 typedef struct {

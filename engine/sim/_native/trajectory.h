@@ -205,14 +205,7 @@ static void release_checkpoints(Core *c) {
 }
 
 static int own_reserve(Core *c, Py_ssize_t need) {
-    if (need <= c->own_cap) return 0;
-    Py_ssize_t cap = c->own_cap ? c->own_cap * 2 : 1024;
-    while (cap < need) cap *= 2;
-    Point *grown = (Point *)PyMem_Realloc(c->own, sizeof(Point) * cap);
-    if (!grown) { PyErr_NoMemory(); return -1; }
-    c->own = grown;
-    c->own_cap = cap;
-    return 0;
+    return RESERVE(c->own, c->own_cap, need, 1024);
 }
 
 /* Append a point to the run's own list (a copy of one of the trajectory's, or the live state
@@ -254,22 +247,9 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
             return 0;
         }
         /* mid-cascade, the frame stack too (a jump to this point restores it) */
-        if (s->fs_top > c->fr_cap - c->fr_len) {
-            Py_ssize_t cap = c->fr_cap ? c->fr_cap : 4096;
-            while (cap < c->fr_len + s->fs_top) cap *= 2;
-            Frame *grown = (Frame *)PyMem_Realloc(c->fr_log, sizeof(Frame) * cap);
-            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
-            c->fr_log = grown;
-            c->fr_cap = cap;
-        }
-        if (s->und_top > c->ul_cap - c->ul_len) {
-            Py_ssize_t cap = c->ul_cap ? c->ul_cap : 4096;
-            while (cap < c->ul_len + s->und_top) cap *= 2;
-            int32_t *grown = (int32_t *)PyMem_Realloc(c->ul_log, sizeof(int32_t) * cap);
-            if (!grown) { PyErr_NoMemory(); return ST_ERROR; }
-            c->ul_log = grown;
-            c->ul_cap = cap;
-        }
+        if (RESERVE(c->fr_log, c->fr_cap, c->fr_len + s->fs_top, 4096) < 0 ||
+            RESERVE(c->ul_log, c->ul_cap, c->ul_len + s->und_top, 4096) < 0)
+            return ST_ERROR;
         p->fr_off = c->fr_len;
         p->und_off = c->ul_len;
         memcpy(c->fr_log + c->fr_len, c->frames, sizeof(Frame) * s->fs_top);
@@ -452,14 +432,7 @@ static int at_point(Core *c, int boundary) {
 }
 
 static int pts_reserve(Core *c, Py_ssize_t need) {
-    if (need <= c->pts_cap) return 0;
-    Py_ssize_t cap = c->pts_cap ? c->pts_cap * 2 : 1024;
-    while (cap < need) cap *= 2;
-    Point *grown = (Point *)PyMem_Realloc(c->pts, sizeof(Point) * cap);
-    if (!grown) { PyErr_NoMemory(); return -1; }
-    c->pts = grown;
-    c->pts_cap = cap;
-    return 0;
+    return RESERVE(c->pts, c->pts_cap, need, 1024);
 }
 
 /* The run's trajectory: the shared prefix, its own points, and (merged) the taken-over rest. */
