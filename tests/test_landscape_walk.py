@@ -379,9 +379,9 @@ def test_an_estimate_samples_the_range_and_stores_nothing(
     quick = ("--estimate", "4", "--estimate-seconds", "1e-9", "--json")
     brief = cli_json(*wide, *quick, env=env)
     assert brief["sample_seconds"] == 1e-9 and len(brief["strata"]) == 8  # 4, halved 4 times
-    # two each, but one where a sample's first execution already reaches every larger budget:
-    # where the sample starts in the walk's last, unbounded interval (which strata the costliest
-    # halving picks depends on the samples' timings, so there may be more than one such stratum)
+    # two executions a sample, but one where the sample starts in the walk's last, unbounded
+    # interval (its first execution already reaches every larger budget); which strata the
+    # halvings pick depends on the samples' timings, so there may be several such strata
     unbounded = truth["intervals"][-1]
     assert unbounded["hi"] is None
     sampled = [(s["sampled_from"], s["executions_sampled"]) for s in brief["strata"]]
