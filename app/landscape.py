@@ -79,6 +79,17 @@ class ExactHole:
 
 
 @dataclass(frozen=True)
+class ExactEdges:
+    """The first success and stable-from the stored intervals prove, to the byte
+    (engine/landscape/intervals.py `interval_edges`)."""
+
+    first_success: int | None = None
+    failing_from: int | None = None  # every byte from here up to the first success fails
+    stable_from: int | None = None
+    stable_to: int | None = None  # every byte from stable_from up to here completes (None: all)
+
+
+@dataclass(frozen=True)
 class Holes:
     samples: int
     timeouts: int
@@ -93,6 +104,7 @@ class Holes:
     exact: list[ExactHole] = field(default_factory=list)
     # the byte ranges the stored intervals classify, [lo, hi] (hi None: no upper end)
     certified: list[tuple[int, int | None]] = field(default_factory=list)
+    edges: ExactEdges = ExactEdges()
 
 
 def _sample(point: dict[str, Any]) -> Sample:
@@ -145,6 +157,18 @@ def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:
         other_versions=max(0, len(report["trace_versions"]) - 1),
         exact=[_exact(h) for h in report["interval_holes"]],
         certified=[(int(lo), None if hi is None else int(hi)) for lo, hi in report["certified"]],
+        edges=_edges(report["exact_first_success"], report["exact_stable_from"]),
+    )
+
+
+def _edges(first: dict[str, Any] | None, stable: dict[str, Any] | None) -> ExactEdges:
+    return ExactEdges(
+        first_success=None if first is None else int(first["byte"]),
+        failing_from=None
+        if first is None or first["failing_from"] is None
+        else int(first["failing_from"]),
+        stable_from=None if stable is None else int(stable["byte"]),
+        stable_to=None if stable is None or stable["to"] is None else int(stable["to"]),
     )
 
 

@@ -11,7 +11,7 @@ from app.components.outcomes import COLORS, OUTCOMES, SYMBOLS
 from app.components.strip import BAND_PREFIX, outcome_strip
 from app.components.summary import facts, hole_rows
 from app.jobs import Job
-from app.landscape import coverage, holes, with_x
+from app.landscape import ExactEdges, coverage, holes, with_x
 
 PEAK = 1000
 
@@ -123,6 +123,36 @@ def test_holes_facts_and_rows() -> None:
     text = dict(facts(found, 5, coverage(found, pd.DataFrame()), PEAK))
     assert text["first success"].startswith("0.4000")
     assert text["stable from"].startswith("0.5000")
+    # their intervals (one byte each here) touch nothing: no failing bytes known below
+    assert found.edges == ExactEdges(first_success=400, stable_from=500, stable_to=500)
+    assert text["first success"].endswith("; exact 400 B (0.400000)")
+
+
+def test_facts_say_the_walked_first_success_and_stable_from() -> None:
+    """After a walk, the facts add the first success and stable-from the intervals prove, in
+    bytes and ratios, with the failing bytes below and the top they hold to."""
+    runs = [(300, 349, "oom"), (350, 399, "thrashed"), (400, 449, "ok"), (450, 469, "oom")]
+    runs += [(470, 599, "ok"), (600, None, "ok")]
+    walked = frame(
+        [(lo, status) for lo, _, status in runs],
+        same_hi=[hi for _, hi, _ in runs],
+        ratio=[None] * len(runs),  # given in bytes: a walk's runs are no samples
+    )
+    found = holes(walked, "DTR")
+    assert found.samples == 0 and found.first_success is None
+    assert found.edges == ExactEdges(
+        first_success=400, failing_from=300, stable_from=470, stable_to=None
+    )
+    text = dict(facts(found, len(runs), coverage(found, pd.DataFrame()), PEAK))
+    assert text["first success"] == (
+        "\u2014; exact 400 B (0.400000), every walked byte below it from 300 B (0.300000) fails"
+    )
+    assert text["stable from"] == "\u2014; exact 470 B (0.470000), every larger budget completes"
+    bounded = holes(walked.iloc[:-1], "DTR")
+    assert bounded.edges.stable_to == 599
+    assert dict(facts(bounded, 5, coverage(bounded, pd.DataFrame()), PEAK))["stable from"].endswith(
+        "every byte up to 599 B (0.599000) completes"
+    )
 
 
 def _job(job_id: int, status: str, **extra: object) -> Job:

@@ -17,6 +17,7 @@ from engine.landscape.intervals import (
     distinct_intervals,
     exact_range,
     find_edges,
+    interval_edges,
     interval_holes,
 )
 from engine.landscape.store import Store
@@ -347,8 +348,29 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
     # the one trace's text report says what the walk found, not only its (absent) samples
     text = cli("holes", "synthetic-mlp", "--db", str(db), env=env).stdout.splitlines()
     assert text[0].startswith("synthetic-mlp DTR: 0 samples")
+    # and where the walked bytes first complete and stay complete, to the byte
+    ordered = sorted(runs.values(), key=lambda r: r["same_lo"])
+    first_ok = next(k for k, r in enumerate(ordered) if r["status"] == "ok")
+    assert first_ok > 0 and ordered[0]["status"] != "ok"  # the walk starts below it, failing
+    last_fail = max(k for k, r in enumerate(ordered) if r["status"] != "ok")
+    one = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)
+    assert one["exact_first_success"] == {
+        "byte": ordered[first_ok]["same_lo"],
+        "run_id": ordered[first_ok]["run_id"],
+        "failing_from": ordered[0]["same_lo"],
+    }
+    stable = ordered[last_fail + 1]
+    assert one["exact_stable_from"] == {
+        "byte": stable["same_lo"],
+        "run_id": stable["run_id"],
+        "to": ordered[-1]["same_hi"],
+    }
+    top = "no upper end" if ordered[-1]["same_hi"] is None else f"{ordered[-1]['same_hi']:,}"
     assert text[1] == (
-        f"synthetic-mlp DTR: {walk['runs_executed']:,} walked executions, {len(holes)} exact holes"
+        f"synthetic-mlp DTR: {walk['runs_executed']:,} walked executions, {len(holes)} exact "
+        f"holes; first success {ordered[first_ok]['same_lo']:,} (every byte from "
+        f"{ordered[0]['same_lo']:,} below it fails); stable from {stable['same_lo']:,} (every "
+        f"byte to {top} completes)"
     )
     assert text[2:] == [
         f"  fail [{h['first_fail_byte']:,}, {h['last_fail_byte']:,}] {h['width']:,} bytes "
@@ -551,3 +573,68 @@ def test_exact_range_equals_its_definition_by_bytes(seed: int) -> None:
             }
         }
         assert exact_range(region, intervals) == _exact_range_by_bytes(region, intervals)
+
+
+def test_interval_edges_first_success_and_stable_from() -> None:
+    """The walked first success (with the failing bytes right below it) and stable-from (with
+    the top it holds to), to the byte; a gap ends either stretch."""
+    runs = [(0, 9, "oom"), (10, 19, "thrashed"), (20, 29, "ok"), (30, 39, "oom"), (40, 49, "ok")]
+    intervals = [Interval(lo, hi, status, run_id=f"r{lo}") for lo, hi, status in runs]
+    assert interval_edges(intervals) == {
+        "first_success": {"byte": 20, "run_id": "r20", "failing_from": 0},
+        "stable_from": {"byte": 40, "run_id": "r40", "to": 49},
+    }
+    above = [*intervals, Interval(50, None, "ok", run_id="r50")]  # every larger budget
+    assert interval_edges(above)["stable_from"] == {"byte": 40, "run_id": "r40", "to": None}
+    gapped = [Interval(0, 9, "oom"), Interval(11, 19, "ok"), Interval(21, 30, "ok")]
+    assert interval_edges(gapped) == {
+        "first_success": {"byte": 11, "run_id": None, "failing_from": None},  # 10 unknown
+        "stable_from": {"byte": 21, "run_id": None, "to": 30},  # 20 unknown
+    }
+    assert interval_edges([*intervals, Interval(50, 59, "oom")])["stable_from"] is None
+    assert interval_edges([Interval(0, 9, "oom")]) == {"first_success": None, "stable_from": None}
+    assert interval_edges([]) == {"first_success": None, "stable_from": None}
+
+
+def _edges_by_bytes(intervals: list[Interval], beyond: int) -> dict:
+    """interval_edges' definition byte by byte (an unbounded interval counted up to `beyond`)."""
+    status = {
+        b: i.status for i in intervals for b in range(i.lo, beyond if i.hi is None else i.hi + 1)
+    }
+    ok = [b for b in sorted(status) if status[b] == "ok"]
+    first = None
+    if ok:
+        below = ok[0]
+        while below - 1 in status and status[below - 1] in ("oom", "thrashed"):
+            below -= 1
+        first = {"byte": ok[0], "failing_from": below if below < ok[0] else None}
+    stable = None
+    top = max(status, default=None)
+    if top is not None and status[top] == "ok":
+        start = top
+        while start - 1 in status and status[start - 1] == "ok":
+            start -= 1
+        unbounded = intervals[-1].hi is None
+        stable = {"byte": start, "to": None if unbounded else top}
+    return {"first_success": first, "stable_from": stable}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_interval_edges_equal_their_definition_by_bytes(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    intervals, at = [], rng.choice([0, 5])
+    while at < 600:
+        at += rng.choice([0, 0, 0, 1, 7])  # mostly touching, sometimes a gap
+        width = rng.randrange(1, 30)
+        status = rng.choice(["ok", "oom", "oom", "thrashed"] if at < 300 else ["ok", "ok", "oom"])
+        intervals.append(Interval(lo=at, hi=at + width - 1, status=status))
+        at += width
+    if rng.random() < 0.5:
+        intervals.append(Interval(lo=at, hi=None, status=rng.choice(["ok", "oom"])))
+    found = interval_edges(intervals)
+    for edge in found.values():
+        if edge is not None:
+            assert edge.pop("run_id") is None
+    assert found == _edges_by_bytes(intervals, beyond=at + 40)

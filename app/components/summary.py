@@ -77,6 +77,28 @@ def byte_text(budget: int, peak: int | None) -> str:
     return f"{budget:,} B" + (f" ({budget / peak:.6f})" if peak else "")
 
 
+def first_success_text(holes: Holes, peak: int | None) -> str:
+    """The sampled first success, and the one the walks prove to the byte."""
+    text, edges = sample_text(holes.first_success), holes.edges
+    if edges.first_success is None:
+        return text
+    text += f"; exact {byte_text(edges.first_success, peak)}"
+    if edges.failing_from is not None:
+        text += f", every walked byte below it from {byte_text(edges.failing_from, peak)} fails"
+    return text
+
+
+def stable_from_text(holes: Holes, peak: int | None) -> str:
+    """The sampled stable-from, and the one the walks prove to the byte."""
+    text, edges = sample_text(holes.stable_from), holes.edges
+    if edges.stable_from is None:
+        return text
+    text += f"; exact {byte_text(edges.stable_from, peak)}, "
+    if edges.stable_to is None:
+        return text + "every larger budget completes"
+    return text + f"every byte up to {byte_text(edges.stable_to, peak)} completes"
+
+
 def exact_holes_text(holes: Holes, cov: Coverage, peak: int | None) -> str:
     """How many holes the walked intervals prove, their failing bytes, the widest."""
     if not holes.exact:
@@ -104,14 +126,14 @@ def facts(holes: Holes, runs: int, cov: Coverage, peak: int | None) -> list[tupl
             f"{holes.timeouts} timeouts set aside{versions})",
         ),
         ("peak", fmt_bytes(peak)),
-        ("first success", sample_text(holes.first_success)),
+        ("first success", first_success_text(holes, peak)),
         (
             "holes",
             f"{len(holes.regions)} region(s), {holes.failing_above_first_success} failing "
             f"sample(s) above first success"
             + (f"; exact widths {', '.join(f'{w:,}' for w in widths)} B" if widths else ""),
         ),
-        ("stable from", sample_text(holes.stable_from)),
+        ("stable from", stable_from_text(holes, peak)),
         ("exact coverage", coverage_text(cov, peak)),
         ("exact holes", exact_holes_text(holes, cov, peak)),
     ]
@@ -175,12 +197,23 @@ def exact_hole_rows(holes: list[ExactHole], peak: int | None) -> list[dict[str |
     ]
 
 
+# counts stay numbers (so that a click on the header sorts them as numbers), shown grouped like
+# the bytes beside them: 44,998,960
+GROUPED = ("width", "executions")
+
+
+def _exact_column(key: str, label: str) -> DataTable.Columns:
+    if key not in GROUPED:
+        return {"name": label, "id": key}
+    return {"name": label, "id": key, "type": "numeric", "format": {"specifier": ","}}
+
+
 def exact_holes_table(holes: list[ExactHole], table_id: str, peak: int | None) -> DataTable:
     """One row per hole the walked intervals prove (both edges exact to the byte); clicking a
     cell opens its first failing run, clicking "compare" compares it with the ok run below."""
     return DataTable(
         id=table_id,
-        columns=[{"name": label, "id": key} for key, label in EXACT_HOLE_COLUMNS],
+        columns=[_exact_column(key, label) for key, label in EXACT_HOLE_COLUMNS],
         data=exact_hole_rows(holes, peak),
         sort_action="native",
         page_size=20,

@@ -260,6 +260,7 @@ def command_holes(args: argparse.Namespace) -> int:
     print(
         f"{report['trace']} {report['policy']}: {report['intervals']:,} walked executions, "
         f"{len(holes)} exact hole{'s' if len(holes) != 1 else ''}"
+        + "".join(f"; {text}" for text in _exact_edge_texts(report))
     )
     for hole in holes:
         ids = hole["run_ids"]
@@ -270,6 +271,24 @@ def command_holes(args: argparse.Namespace) -> int:
             f"{ids['ok_below']}, ok above {ids['ok_above']}"
         )
     return 0
+
+
+def _exact_edge_texts(report: dict[str, Any]) -> list[str]:
+    """The walked first success and stable-from (engine/landscape/intervals.py
+    `interval_edges`) in words, in bytes."""
+    texts = []
+    first = report["exact_first_success"]
+    if first is not None:
+        below = first["failing_from"]
+        texts.append(
+            f"first success {first['byte']:,}"
+            + (f" (every byte from {below:,} below it fails)" if below is not None else "")
+        )
+    stable = report["exact_stable_from"]
+    if stable is not None:
+        top = "no upper end" if stable["to"] is None else f"{stable['to']:,}"
+        texts.append(f"stable from {stable['byte']:,} (every byte to {top} completes)")
+    return texts
 
 
 def _all_holes(store: Any, args: argparse.Namespace) -> int:

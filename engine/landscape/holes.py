@@ -35,6 +35,7 @@ from engine.landscape.intervals import (
     distinct_intervals,
     exact_range,
     failing,
+    interval_edges,
     interval_from_row,
     interval_holes,
     missing,
@@ -311,6 +312,8 @@ def landscape_holes(
         # the byte ranges the intervals classify: [lo, hi], hi None for no upper end
         "certified": [[lo, hi] for lo, hi in stretches(chosen.intervals)],
         "interval_holes": interval_holes(chosen.intervals),
+        # the first success and stable-from of the intervals, to the byte
+        **{f"exact_{name}": edge for name, edge in interval_edges(chosen.intervals).items()},
     }
 
 

@@ -237,6 +237,40 @@ def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
     return holes
 
 
+def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
+    """The first success and stable-from (holes.py `count_holes`, on samples) of the intervals
+    (sorted, disjoint), to the byte:
+    - first success: the lowest byte whose execution completes, with `failing_from`, the
+      lowest byte of the touching failing intervals directly below it (every byte from there
+      to it fails; None when the byte just below is not classified or completes);
+    - stable from: the lowest byte from which every byte up to the highest classified one
+      completes, touching intervals with no gap (`to`: that highest byte, None for no upper
+      end); None when the highest classified execution fails.
+    Either is None without a completing interval."""
+    first = next((k for k, interval in enumerate(intervals) if interval.status == "ok"), None)
+    first_success = None
+    if first is not None:
+        k = first
+        while k > 0 and _touch(intervals[k - 1], intervals[k]) and failing(intervals[k - 1].status):
+            k -= 1
+        first_success = {
+            "byte": intervals[first].lo,
+            "run_id": intervals[first].run_id,
+            "failing_from": intervals[k].lo if k < first else None,
+        }
+    stable_from = None
+    if intervals and intervals[-1].status == "ok":
+        k = len(intervals) - 1
+        while k > 0 and _touch(intervals[k - 1], intervals[k]) and intervals[k - 1].status == "ok":
+            k -= 1
+        stable_from = {
+            "byte": intervals[k].lo,
+            "run_id": intervals[k].run_id,
+            "to": intervals[-1].hi,
+        }
+    return {"first_success": first_success, "stable_from": stable_from}
+
+
 # -- rows ------------------------------------------------------------------------------------
 def interval_from_row(row: dict[str, Any]) -> Interval:
     hi: Any = row.get("same_hi")
