@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -400,3 +401,123 @@ def test_export_bad_input(tmp_path: Path, db: Path, env: dict[str, str]) -> None
         done = cli("export", *args, "--db", str(db), env=env)
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
         assert words in done.stderr, done.stderr
+
+
+# -- runs exported by another store, imported here ----------------------------------------------
+def _walk_and_export(tmp_path: Path, name: str, start: float, end: float, env: dict) -> Path:
+    """A walk of synthetic-mlp from `start` to `end` (ratios) into a store of its own, exported
+    as `export --parquet` writes it."""
+    db = tmp_path / name / "landscape.duckdb"
+    walked = ("landscape", "synthetic-mlp", "--from", str(start), "--to", str(end))
+    cli_json(*walked, "--db", str(db), "--json", env=env)
+    out = tmp_path / f"{name}.parquet"
+    cli_json("export", "--parquet", str(out), "--db", str(db), env=env)
+    return out
+
+
+def test_walks_in_pieces_on_other_stores_import_into_one_landscape(tmp_path: Path) -> None:
+    """A range walked in two pieces with two stores (two machines, no shared scheduler),
+    exported and imported into a third, is the landscape one walk of the whole range gives:
+    the same holes, certified bytes and first success, byte for byte; the walk then goes on
+    from the imported runs without running any; importing again adds nothing."""
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    low = _walk_and_export(tmp_path, "low", 0.398, 0.411, env)
+    high = _walk_and_export(tmp_path, "high", 0.411, 0.425, env)
+    whole = tmp_path / "whole" / "landscape.duckdb"
+    whole_walk = ("landscape", "synthetic-mlp", "--from", "0.398", "--to", "0.425", "--json")
+    cli_json(*whole_walk, "--db", str(whole), env=env)
+    joined = tmp_path / "joined" / "landscape.duckdb"
+    counts = [len(pq.read_table(f)) for f in (low, high)]
+    for file, count in zip((low, high), counts, strict=True):
+        done = cli_json("import-records", str(file), "--db", str(joined), env=env)
+        assert done["format"] == "runs" and done["source"] == "as exported"
+        assert done["imported"] == done["rows"] == count
+    assert Store.open(joined).stats()["runs"] == sum(counts)
+
+    def landscape(db: Path) -> dict:
+        report = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)
+        (entry,) = cli_json("holes", "--all", "--db", str(db), "--json", env=env)["traces"]
+        first = report["exact_first_success"]
+        return {
+            "holes": [(h["first_fail_byte"], h["last_fail_byte"]) for h in entry["holes"]],
+            "certified": entry["certified"],
+            "first_success": (first["byte"], first["failing_from"]),
+            "stable_from": report["exact_stable_from"]["byte"],
+        }
+
+    assert landscape(joined) == landscape(whole)
+    assert len(landscape(whole)["holes"]) >= 2
+    # the imported runs are the same executions, field for field, ids and sources kept
+    columns = "run_id, budget, status, overhead, evictions, same_lo, same_hi, source, walk_id"
+    mine = Store.open(joined).query(f"SELECT {columns} FROM runs ORDER BY run_id")
+    theirs = pd.concat([pq.read_table(f).to_pandas()[columns.split(", ")] for f in (low, high)])
+    pd.testing.assert_frame_equal(mine, theirs.sort_values("run_id").reset_index(drop=True))
+    assert Store.open(joined).query("SELECT count(events_path) AS n FROM runs")["n"][0] == 0
+    # a walk over the joined store reuses what was imported, and a second import adds nothing
+    again = ("landscape", "synthetic-mlp", "--from", "0.398", "--to", "0.425", "--json")
+    walked = cli_json(*again, "--db", str(joined), env=env)
+    assert walked["complete"] and walked["runs_executed"] == 0
+    repeat = cli_json("import-records", str(low), "--db", str(joined), env=env)
+    assert repeat["imported"] == 0 and repeat["already_imported"] == counts[0]
+    tagged = tmp_path / "tagged" / "landscape.duckdb"
+    cli_json("import-records", str(low), "--source", "lab-b", "--db", str(tagged), env=env)
+    assert set(Store.open(tagged).query("SELECT source FROM runs")["source"]) == {"lab-b"}
+
+
+@pytest.mark.parametrize(
+    ("spoil", "message"),
+    [
+        (lambda t: t.drop_columns(["same_hi"]), "columns missing: same_hi"),
+        (
+            lambda t: t.append_column("colour", pa.array(["red"] * len(t))),
+            "columns unknown: colour",
+        ),
+        (
+            lambda t: t.set_column(
+                t.column_names.index("budget"), "budget", pa.array(["x"] * len(t))
+            ),
+            "column budget: must hold whole numbers (BIGINT), not string",
+        ),
+        (lambda t: _set(t, "status", 1, "exploded"), "row 2: status: expected one of ok, oom"),
+        (lambda t: _set(t, "run_id", 2, "../x"), "row 3: run_id: expected a run id"),
+        (lambda t: _set(t, "trace_sha256", 0, "abc"), "row 1: trace_sha256: expected the trace"),
+        (lambda t: _set(t, "same_hi", 0, -5), "row 1: same_hi: expected at least same_lo"),
+        (lambda t: _set(t, "run_id", 1, t.column("run_id")[0].as_py()), "row 2: run_id: the same"),
+    ],
+)
+def test_a_malformed_runs_export_leaves_the_store_unchanged(
+    tmp_path: Path, db: Path, env: dict[str, str], spoil: Any, message: str
+) -> None:
+    """A runs export that is not one, or with a bad row, names the file, the rows and the
+    column and what was expected, and nothing of it is stored."""
+    env = {**env, "DTR_LANDSCAPE_TRACES": ""}
+    good = _walk_and_export(tmp_path, "other", 0.398, 0.40, env)
+    store = Store.open(db)
+    store.add_runs([run_point("synthetic-mlp", ratio=0.5)], source="engine", cap=60)
+    before = _state(store)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(spoil(pq.read_table(good)), bad)
+    done = cli("import-records", str(bad), "--db", str(db), env=env)
+    assert done.returncode == 2, done.stdout
+    assert f"{bad}: " in done.stderr and message in done.stderr, done.stderr
+    assert _state(store) == before
+
+
+def test_a_runs_export_in_csv_is_refused_with_the_way_to_carry_runs(
+    tmp_path: Path, db: Path, env: dict[str, str]
+) -> None:
+    env = {**env, "DTR_LANDSCAPE_TRACES": ""}
+    source = tmp_path / "source" / "landscape.duckdb"
+    Store.open(source).add_runs([run_point("synthetic-mlp", ratio=0.5)], source="engine", cap=60)
+    out = tmp_path / "runs.csv"
+    cli_json("export", "--csv", str(out), "--db", str(source), env=env)
+    done = cli("import-records", str(out), "--db", str(db), env=env)
+    assert done.returncode == 2 and "a runs export in CSV" in done.stderr
+    assert "export --parquet" in done.stderr and not db.exists()
+
+
+def _set(table: Any, column: str, row: int, value: Any) -> Any:
+    values = table.column(column).to_pylist()
+    values[row] = value
+    index = table.column_names.index(column)
+    return table.set_column(index, column, pa.array(values, type=table.schema.field(column).type))

@@ -1,7 +1,7 @@
 """`dtr-landscape import-traces | import-records | export`: data into and out of the store.
 
     dtr-landscape import-traces DIR|logs.zip [--db PATH]
-    dtr-landscape import-records FILE [--format evidence|pareto] [--source TAG] [--traces DIR]
+    dtr-landscape import-records FILE [--format evidence|pareto|runs] [--source TAG] [--traces DIR]
                   [--db PATH]
     dtr-landscape export [--table runs|intervals|traces|walks] (--csv FILE | --parquet FILE)
                   [--trace T] [--db PATH]
@@ -28,10 +28,14 @@ def register(sub: Any) -> dict[str, Handler]:
     traces.add_argument("--db", metavar="PATH", help="the DuckDB store")
 
     records = sub.add_parser(
-        "import-records", help="import runs: the paper's evidence CSV or simrd's pareto JSON"
+        "import-records",
+        help="import runs: the paper's evidence CSV, simrd's pareto JSON, or this tool's "
+        "runs export (Parquet, from another store)",
     )
     records.add_argument("file", metavar="FILE")
-    records.add_argument("--format", choices=("evidence", "pareto"), help="default: by suffix")
+    records.add_argument(
+        "--format", choices=("evidence", "pareto", "runs"), help="default: by suffix and content"
+    )
     records.add_argument("--source", metavar="TAG", help="source column (default import:...)")
     records.add_argument("--traces", metavar="DIR", help="folder of the DTR logs (traces.json)")
     records.add_argument("--db", metavar="PATH", help="the DuckDB store")

@@ -33,6 +33,7 @@ from engine.landscape.record_files import (
     name_from_file,
     read_evidence,
 )
+from engine.landscape.runs_file import is_parquet, is_runs_csv, read_runs
 from engine.landscape.simrd_pareto import read_pareto
 
 if TYPE_CHECKING:
@@ -234,7 +235,8 @@ def import_records(
     source: str | None = None,
     traces: str | None = None,
 ) -> dict[str, Any]:
-    """Import a record file's runs; rows whose run id the store has are skipped."""
+    """Import a record file's runs; rows whose run id the store has are skipped. A runs export
+    of this tool (`export --parquet`) keeps its runs' own sources unless `source` is given."""
     path = Path(file)
     try:
         data = path.read_bytes()
@@ -243,10 +245,24 @@ def import_records(
     if fmt is None:
         suffix = path.suffix.lower()
         looks_json = data.lstrip()[:1] in (b"{", b"[")
-        fmt = "pareto" if suffix == ".json" or (suffix != ".csv" and looks_json) else "evidence"
+        if suffix == ".parquet" or is_parquet(data):
+            fmt = "runs"
+        else:
+            fmt = "pareto" if suffix == ".json" or (suffix != ".csv" and looks_json) else "evidence"
+    if fmt == "evidence" and is_runs_csv(data):
+        raise RecordFileError(
+            f"{path}: a runs export in CSV; import runs from `dtr-landscape export --parquet "
+            "FILE` instead (CSV does not keep a null apart from empty text)"
+        )
     tag = source or f"import:{fmt}:{path.name}"
-    reader = read_pareto if fmt == "pareto" else read_evidence
-    rows = reader(str(path), data, known_traces(store, traces), tag)
+    if fmt == "runs":
+        rows = read_runs(str(path), data)
+        for row in rows if source else ():
+            row["source"] = source
+        tag = source or "as exported"
+    else:
+        reader = read_pareto if fmt == "pareto" else read_evidence
+        rows = reader(str(path), data, known_traces(store, traces), tag)
     for row in rows:  # the readers build ids from the file; none may name a path elsewhere
         try:
             check_run_id(row["run_id"])
