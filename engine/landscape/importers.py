@@ -33,7 +33,6 @@ from engine.landscape.record_files import (
     name_from_file,
     read_evidence,
 )
-from engine.landscape.runs_file import is_parquet, is_runs_csv, read_runs
 from engine.landscape.simrd_pareto import read_pareto
 
 if TYPE_CHECKING:
@@ -237,6 +236,9 @@ def import_records(
 ) -> dict[str, Any]:
     """Import a record file's runs; rows whose run id the store has are skipped. A runs export
     of this tool (`export --parquet`) keeps its runs' own sources unless `source` is given."""
+    # here, not at the top: Arrow would load with every command's parser (tests/test_layers.py)
+    from engine.landscape.runs_file import is_parquet, is_runs_csv, read_runs
+
     path = Path(file)
     try:
         data = path.read_bytes()
