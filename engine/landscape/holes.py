@@ -299,6 +299,7 @@ def landscape_holes(
     report = count_holes(chosen.samples)
     for region in report["regions"]:
         region["bytes"] = exact_range(region, chosen.intervals)
+    edges = interval_edges(chosen.intervals)
     return {
         "trace_sha256": chosen.trace_sha256,
         "trace_versions": chosen.versions,
@@ -313,7 +314,8 @@ def landscape_holes(
         "certified": [[lo, hi] for lo, hi in stretches(chosen.intervals)],
         "interval_holes": interval_holes(chosen.intervals),
         # the first success and stable-from of the intervals, to the byte
-        **{f"exact_{name}": edge for name, edge in interval_edges(chosen.intervals).items()},
+        "exact_first_success": edges["first_success"],
+        "exact_stable_from": edges["stable_from"],
     }
 
 

@@ -256,13 +256,11 @@ def import_records(
             f"{path}: a runs export in CSV; import runs from `dtr-landscape export --parquet "
             "FILE` instead (CSV does not keep a null apart from empty text)"
         )
-    tag = source or f"import:{fmt}:{path.name}"
     if fmt == "runs":
-        rows = read_runs(str(path), data)
-        for row in rows if source else ():
-            row["source"] = source
         tag = source or "as exported"
+        rows = read_runs(str(path), data, source or None)
     else:
+        tag = source or f"import:{fmt}:{path.name}"
         reader = read_pareto if fmt == "pareto" else read_evidence
         rows = reader(str(path), data, known_traces(store, traces), tag)
     for row in rows:  # the readers build ids from the file; none may name a path elsewhere

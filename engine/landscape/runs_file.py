@@ -45,9 +45,10 @@ def is_runs_csv(data: bytes) -> bool:
     return tuple(part.strip('"') for part in first.split(",")) == RUN_NAMES
 
 
-def read_runs(file: str, data: bytes) -> list[dict[str, Any]]:
+def read_runs(file: str, data: bytes, source: str | None = None) -> list[dict[str, Any]]:
     """The runs of a runs export. Their event logs stay where they were written, so
-    `events_path` is cleared; every other column is kept as exported."""
+    `events_path` is cleared; `source`, if given, replaces theirs; every other column is kept
+    as exported."""
     try:
         # one thread: read from memory on Arrow's thread pool, in a process that has opened a
         # store, the interpreter aborted at exit ("terminate called without an active
@@ -79,6 +80,8 @@ def read_runs(file: str, data: bytes) -> list[dict[str, Any]]:
     problems.check()
     for row in rows:
         row["events_path"] = None
+        if source is not None:
+            row["source"] = source
     return rows
 
 
