@@ -80,13 +80,15 @@ class ExactHole:
 
 @dataclass(frozen=True)
 class ExactEdges:
-    """The first success and stable-from the stored intervals prove, to the byte
-    (engine/landscape/intervals.py `interval_edges`)."""
+    """The first success and stable-from of the stored intervals (engine/landscape/intervals.py
+    `interval_edges`): to the byte when failing bytes touch them from below, upper bounds
+    otherwise."""
 
     first_success: int | None = None
     failing_from: int | None = None  # every byte from here up to the first success fails
     stable_from: int | None = None
     stable_to: int | None = None  # every byte from stable_from up to here completes (None: all)
+    stable_failing_from: int | None = None  # every byte from here up to stable_from fails
 
 
 @dataclass(frozen=True)
@@ -164,12 +166,15 @@ def holes(frame: pd.DataFrame, policy: str, cap: float = DEFAULT_CAP) -> Holes:
 def _edges(first: dict[str, Any] | None, stable: dict[str, Any] | None) -> ExactEdges:
     return ExactEdges(
         first_success=None if first is None else int(first["byte"]),
-        failing_from=None
-        if first is None or first["failing_from"] is None
-        else int(first["failing_from"]),
+        failing_from=_failing_from(first),
         stable_from=None if stable is None else int(stable["byte"]),
         stable_to=None if stable is None or stable["to"] is None else int(stable["to"]),
+        stable_failing_from=_failing_from(stable),
     )
+
+
+def _failing_from(edge: dict[str, Any] | None) -> int | None:
+    return None if edge is None or edge["failing_from"] is None else int(edge["failing_from"])
 
 
 def _exact(hole: dict[str, Any]) -> ExactHole:

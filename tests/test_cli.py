@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -139,6 +143,25 @@ def test_traces_lists_the_shipped_trace(cache_env: dict[str, str]) -> None:
     synthetic = next(row for row in rows if row["name"] == SYNTHETIC)
     assert synthetic["operators"] > 100
     assert synthetic["peak"] > 0 and synthetic["model_compute"] > 0
+
+
+def test_a_reader_gone_away_ends_a_command_quietly(cache_env: dict[str, str]) -> None:
+    """`dtr-landscape traces | head -1`: the pipe's reader closes it before the output is
+    written; the command stops with the status of a broken pipe (128 + SIGPIPE, as shell
+    tools give) and no traceback."""
+    command = [sys.executable, "-m", "engine.cli.main", "traces", "--json"]
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env={**os.environ, **cache_env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before it writes: its first write meets a closed pipe
+    error = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 128 + signal.SIGPIPE, error
+    assert "Traceback" not in error and "BrokenPipe" not in error, error
 
 
 def test_traces_and_bench_say_first_which_runtime_runs(cache_env: dict[str, str]) -> None:

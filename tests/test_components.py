@@ -123,9 +123,16 @@ def test_holes_facts_and_rows() -> None:
     text = dict(facts(found, 5, coverage(found, pd.DataFrame()), PEAK))
     assert text["first success"].startswith("0.4000")
     assert text["stable from"].startswith("0.5000")
-    # their intervals (one byte each here) touch nothing: no failing bytes known below
+    # their intervals (one byte each here) touch nothing: no failing bytes known below, so
+    # the intervals bound the edges from above and prove neither (not "exact")
     assert found.edges == ExactEdges(first_success=400, stable_from=500, stable_to=500)
-    assert text["first success"].endswith("; exact 400 B (0.400000)")
+    assert text["first success"].endswith(
+        "; at most 400 B (0.400000) (the bytes just below it are not classified)"
+    )
+    assert text["stable from"].endswith(
+        "; at most 500 B (0.500000) (the bytes just below it are not classified), "
+        "every byte up to 500 B (0.500000) completes"
+    )
 
 
 def test_facts_say_the_walked_first_success_and_stable_from() -> None:
@@ -141,13 +148,20 @@ def test_facts_say_the_walked_first_success_and_stable_from() -> None:
     found = holes(walked, "DTR")
     assert found.samples == 0 and found.first_success is None
     assert found.edges == ExactEdges(
-        first_success=400, failing_from=300, stable_from=470, stable_to=None
+        first_success=400,
+        failing_from=300,
+        stable_from=470,
+        stable_to=None,
+        stable_failing_from=450,
     )
     text = dict(facts(found, len(runs), coverage(found, pd.DataFrame()), PEAK))
     assert text["first success"] == (
         "\u2014; exact 400 B (0.400000), every walked byte below it from 300 B (0.300000) fails"
     )
-    assert text["stable from"] == "\u2014; exact 470 B (0.470000), every larger budget completes"
+    assert text["stable from"] == (
+        "\u2014; exact 470 B (0.470000), every walked byte below it from 450 B (0.450000) fails, "
+        "every larger budget completes"
+    )
     bounded = holes(walked.iloc[:-1], "DTR")
     assert bounded.edges.stable_to == 599
     assert dict(facts(bounded, 5, coverage(bounded, pd.DataFrame()), PEAK))["stable from"].endswith(

@@ -353,6 +353,9 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
     first_ok = next(k for k, r in enumerate(ordered) if r["status"] == "ok")
     assert first_ok > 0 and ordered[0]["status"] != "ok"  # the walk starts below it, failing
     last_fail = max(k for k, r in enumerate(ordered) if r["status"] != "ok")
+    fails_from = last_fail  # the failing executions right below the stable stretch
+    while fails_from > 0 and ordered[fails_from - 1]["status"] != "ok":
+        fails_from -= 1
     one = cli_json("holes", "synthetic-mlp", "--db", str(db), "--json", env=env)
     assert one["exact_first_success"] == {
         "byte": ordered[first_ok]["same_lo"],
@@ -364,13 +367,15 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
         "byte": stable["same_lo"],
         "run_id": stable["run_id"],
         "to": ordered[-1]["same_hi"],
+        "failing_from": ordered[fails_from]["same_lo"],  # the walk's intervals all touch
     }
     top = "no upper end" if ordered[-1]["same_hi"] is None else f"{ordered[-1]['same_hi']:,}"
     assert text[1] == (
-        f"synthetic-mlp DTR: {walk['runs_executed']:,} walked executions, {len(holes)} exact "
-        f"holes; first success {ordered[first_ok]['same_lo']:,} (every byte from "
-        f"{ordered[0]['same_lo']:,} below it fails); stable from {stable['same_lo']:,} (every "
-        f"byte to {top} completes)"
+        f"synthetic-mlp DTR: {walk['runs_executed']:,} distinct executions (intervals), "
+        f"{len(holes)} exact holes; first success {ordered[first_ok]['same_lo']:,} (every "
+        f"byte from {ordered[0]['same_lo']:,} below it fails); stable from "
+        f"{stable['same_lo']:,} (every byte from {ordered[fails_from]['same_lo']:,} below it "
+        f"fails), every byte to {top} completes"
     )
     assert text[2:] == [
         f"  fail [{h['first_fail_byte']:,}, {h['last_fail_byte']:,}] {h['width']:,} bytes "
@@ -576,20 +581,31 @@ def test_exact_range_equals_its_definition_by_bytes(seed: int) -> None:
 
 
 def test_interval_edges_first_success_and_stable_from() -> None:
-    """The walked first success (with the failing bytes right below it) and stable-from (with
-    the top it holds to), to the byte; a gap ends either stretch."""
+    """The walked first success and stable-from (with the top it holds to), each with the
+    failing bytes right below it that prove it to the byte; a gap or a timeout ends a stretch,
+    and the edge is then an upper bound only."""
     runs = [(0, 9, "oom"), (10, 19, "thrashed"), (20, 29, "ok"), (30, 39, "oom"), (40, 49, "ok")]
     intervals = [Interval(lo, hi, status, run_id=f"r{lo}") for lo, hi, status in runs]
     assert interval_edges(intervals) == {
         "first_success": {"byte": 20, "run_id": "r20", "failing_from": 0},
-        "stable_from": {"byte": 40, "run_id": "r40", "to": 49},
+        "stable_from": {"byte": 40, "run_id": "r40", "to": 49, "failing_from": 30},
     }
     above = [*intervals, Interval(50, None, "ok", run_id="r50")]  # every larger budget
-    assert interval_edges(above)["stable_from"] == {"byte": 40, "run_id": "r40", "to": None}
+    assert interval_edges(above)["stable_from"] == {
+        "byte": 40,
+        "run_id": "r40",
+        "to": None,
+        "failing_from": 30,
+    }
     gapped = [Interval(0, 9, "oom"), Interval(11, 19, "ok"), Interval(21, 30, "ok")]
     assert interval_edges(gapped) == {
         "first_success": {"byte": 11, "run_id": None, "failing_from": None},  # 10 unknown
-        "stable_from": {"byte": 21, "run_id": None, "to": 30},  # 20 unknown
+        "stable_from": {"byte": 21, "run_id": None, "to": 30, "failing_from": None},  # 20 too
+    }
+    timed_out = [Interval(0, 9, "oom"), Interval(10, 19, "timeout"), Interval(20, 29, "ok")]
+    assert interval_edges(timed_out) == {  # a timeout says nothing of its bytes
+        "first_success": {"byte": 20, "run_id": None, "failing_from": None},
+        "stable_from": {"byte": 20, "run_id": None, "to": 29, "failing_from": None},
     }
     assert interval_edges([*intervals, Interval(50, 59, "oom")])["stable_from"] is None
     assert interval_edges([Interval(0, 9, "oom")]) == {"first_success": None, "stable_from": None}
@@ -602,12 +618,16 @@ def _edges_by_bytes(intervals: list[Interval], beyond: int) -> dict:
         b: i.status for i in intervals for b in range(i.lo, beyond if i.hi is None else i.hi + 1)
     }
     ok = [b for b in sorted(status) if status[b] == "ok"]
-    first = None
-    if ok:
-        below = ok[0]
+
+    def failing_from(edge: int) -> int | None:
+        below = edge
         while below - 1 in status and status[below - 1] in ("oom", "thrashed"):
             below -= 1
-        first = {"byte": ok[0], "failing_from": below if below < ok[0] else None}
+        return below if below < edge else None
+
+    first = None
+    if ok:
+        first = {"byte": ok[0], "failing_from": failing_from(ok[0])}
     stable = None
     top = max(status, default=None)
     if top is not None and status[top] == "ok":
@@ -615,7 +635,11 @@ def _edges_by_bytes(intervals: list[Interval], beyond: int) -> dict:
         while start - 1 in status and status[start - 1] == "ok":
             start -= 1
         unbounded = intervals[-1].hi is None
-        stable = {"byte": start, "to": None if unbounded else top}
+        stable = {
+            "byte": start,
+            "to": None if unbounded else top,
+            "failing_from": failing_from(start),
+        }
     return {"first_success": first, "stable_from": stable}
 
 
@@ -628,7 +652,8 @@ def test_interval_edges_equal_their_definition_by_bytes(seed: int) -> None:
     while at < 600:
         at += rng.choice([0, 0, 0, 1, 7])  # mostly touching, sometimes a gap
         width = rng.randrange(1, 30)
-        status = rng.choice(["ok", "oom", "oom", "thrashed"] if at < 300 else ["ok", "ok", "oom"])
+        low, high = ["ok", "oom", "oom", "thrashed", "timeout"], ["ok", "ok", "oom", "timeout"]
+        status = rng.choice(low if at < 300 else high)
         intervals.append(Interval(lo=at, hi=at + width - 1, status=status))
         at += width
     if rng.random() < 0.5:

@@ -78,25 +78,33 @@ def byte_text(budget: int, peak: int | None) -> str:
 
 
 def first_success_text(holes: Holes, peak: int | None) -> str:
-    """The sampled first success, and the one the walks prove to the byte."""
+    """The sampled first success, and the one the walks prove to the byte (an upper bound
+    when the bytes just below it are not classified)."""
     text, edges = sample_text(holes.first_success), holes.edges
     if edges.first_success is None:
         return text
-    text += f"; exact {byte_text(edges.first_success, peak)}"
-    if edges.failing_from is not None:
-        text += f", every walked byte below it from {byte_text(edges.failing_from, peak)} fails"
-    return text
+    return text + "; " + _edge_text(edges.first_success, edges.failing_from, peak)
 
 
 def stable_from_text(holes: Holes, peak: int | None) -> str:
-    """The sampled stable-from, and the one the walks prove to the byte."""
+    """The sampled stable-from, and the one the walks prove to the byte (an upper bound when
+    the bytes just below it are not classified)."""
     text, edges = sample_text(holes.stable_from), holes.edges
     if edges.stable_from is None:
         return text
-    text += f"; exact {byte_text(edges.stable_from, peak)}, "
+    text += "; " + _edge_text(edges.stable_from, edges.stable_failing_from, peak) + ", "
     if edges.stable_to is None:
         return text + "every larger budget completes"
     return text + f"every byte up to {byte_text(edges.stable_to, peak)} completes"
+
+
+def _edge_text(edge: int, failing_from: int | None, peak: int | None) -> str:
+    if failing_from is None:
+        return f"at most {byte_text(edge, peak)} (the bytes just below it are not classified)"
+    return (
+        f"exact {byte_text(edge, peak)}, every walked byte below it from "
+        f"{byte_text(failing_from, peak)} fails"
+    )
 
 
 def exact_holes_text(holes: Holes, cov: Coverage, peak: int | None) -> str:

@@ -258,8 +258,8 @@ def command_holes(args: argparse.Namespace) -> int:
     # as "0 failure regions" however many exact holes its intervals show
     holes = report["interval_holes"]
     print(
-        f"{report['trace']} {report['policy']}: {report['intervals']:,} walked executions, "
-        f"{len(holes)} exact hole{'s' if len(holes) != 1 else ''}"
+        f"{report['trace']} {report['policy']}: {report['intervals']:,} distinct executions "
+        f"(intervals), {len(holes)} exact hole{'s' if len(holes) != 1 else ''}"
         + "".join(f"; {text}" for text in _exact_edge_texts(report))
     )
     for hole in holes:
@@ -275,20 +275,24 @@ def command_holes(args: argparse.Namespace) -> int:
 
 def _exact_edge_texts(report: dict[str, Any]) -> list[str]:
     """The walked first success and stable-from (engine/landscape/intervals.py
-    `interval_edges`) in words, in bytes."""
+    `interval_edges`) in words, in bytes: to the byte when failing bytes touch them from
+    below, otherwise an upper bound."""
     texts = []
     first = report["exact_first_success"]
     if first is not None:
-        below = first["failing_from"]
-        texts.append(
-            f"first success {first['byte']:,}"
-            + (f" (every byte from {below:,} below it fails)" if below is not None else "")
-        )
+        texts.append(f"first success {_edge_text(first)}")
     stable = report["exact_stable_from"]
     if stable is not None:
         top = "no upper end" if stable["to"] is None else f"{stable['to']:,}"
-        texts.append(f"stable from {stable['byte']:,} (every byte to {top} completes)")
+        texts.append(f"stable from {_edge_text(stable)}, every byte to {top} completes")
     return texts
+
+
+def _edge_text(edge: dict[str, Any]) -> str:
+    below = edge["failing_from"]
+    if below is None:
+        return f"at most {edge['byte']:,} (the bytes just below it are not classified)"
+    return f"{edge['byte']:,} (every byte from {below:,} below it fails)"
 
 
 def _all_holes(store: Any, args: argparse.Namespace) -> int:

@@ -38,10 +38,11 @@ from typing import Any
 
 import pandas as pd
 
+from engine.landscape.intervals import failing
+
 # Bumped when the dict's shape changes: a cached analysis of another format is recomputed.
 ANALYSIS_FORMAT = 1
 SIDES = ("a", "b")
-FAILING = ("oom", "thrashed")
 REQUIRED_COLUMNS = (
     "kind",
     "operator",
@@ -303,12 +304,12 @@ def diverge(
                 divergence, streak_at_divergence = (operator, agreed), streak
             streak = 0
 
-    failing = [
+    failing_sides = [
         side
         for side, r in zip(SIDES, (record_a, record_b), strict=True)
-        if r.get("status") in FAILING
+        if failing(str(r.get("status")))
     ]
-    one_failing = failing[0] if len(failing) == 1 else None
+    one_failing = failing_sides[0] if len(failing_sides) == 1 else None
     result: dict[str, Any] = {
         "format": ANALYSIS_FORMAT,
         "trace": record_a.get("trace"),

@@ -240,23 +240,23 @@ def interval_holes(intervals: Sequence[Interval]) -> list[dict[str, Any]]:
 def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
     """The first success and stable-from (holes.py `count_holes`, on samples) of the intervals
     (sorted, disjoint), to the byte:
-    - first success: the lowest byte whose execution completes, with `failing_from`, the
-      lowest byte of the touching failing intervals directly below it (every byte from there
-      to it fails; None when the byte just below is not classified or completes);
+    - first success: the lowest byte whose execution completes;
     - stable from: the lowest byte from which every byte up to the highest classified one
       completes, touching intervals with no gap (`to`: that highest byte, None for no upper
       end); None when the highest classified execution fails.
+    Each has `failing_from`, the lowest byte of the touching failing intervals directly below
+    it: every byte from there up to the edge fails, so the edge is proven to the byte. None
+    when the byte just below is not classified (or, below a first success, does not fail):
+    the true edge may then lie lower, in the unclassified bytes, and the byte is an upper
+    bound only (a trace only sampled has intervals that touch nothing).
     Either is None without a completing interval."""
     first = next((k for k, interval in enumerate(intervals) if interval.status == "ok"), None)
     first_success = None
     if first is not None:
-        k = first
-        while k > 0 and _touch(intervals[k - 1], intervals[k]) and failing(intervals[k - 1].status):
-            k -= 1
         first_success = {
             "byte": intervals[first].lo,
             "run_id": intervals[first].run_id,
-            "failing_from": intervals[k].lo if k < first else None,
+            "failing_from": _failing_from(intervals, first),
         }
     stable_from = None
     if intervals and intervals[-1].status == "ok":
@@ -267,8 +267,18 @@ def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
             "byte": intervals[k].lo,
             "run_id": intervals[k].run_id,
             "to": intervals[-1].hi,
+            "failing_from": _failing_from(intervals, k),
         }
     return {"first_success": first_success, "stable_from": stable_from}
+
+
+def _failing_from(intervals: Sequence[Interval], k: int) -> int | None:
+    """The lowest byte of the failing intervals touching intervals[k] from below, one after
+    another with no gap (None without one)."""
+    j = k
+    while j > 0 and _touch(intervals[j - 1], intervals[j]) and failing(intervals[j - 1].status):
+        j -= 1
+    return intervals[j].lo if j < k else None
 
 
 # -- rows ------------------------------------------------------------------------------------
