@@ -111,15 +111,20 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
     topological order), or one walk of the evicted region building rows by converting local
     unions bit by bit or from the region's global closures (forced here). A sweep takes up to
     512 bases at once (8 label words): also forced to 64 and 192, so that every pass of more
-    is cut into several sweeps of other widths."""
+    is cut into several sweeps of other widths. And the reverse searches that only the
+    computation's new storages changed are updated in place; two ways search them all from
+    scratch."""
+    # the label sweeps from scratch, so that every reverse pass reaches them at its full width
     ways: list[dict] = [
         {"shared_search": False},
         {"shared_rows": "auto"},
         {"shared_rows": "convert"},
         {"shared_rows": "closures"},
-        {"shared_rows": "labels"},
-        {"shared_rows": "labels", "sweep_words": 1},
-        {"shared_rows": "labels", "sweep_words": 3},
+        {"shared_rows": "labels", "incremental": False},
+        {"shared_rows": "labels", "sweep_words": 1, "incremental": False},
+        {"shared_rows": "labels", "sweep_words": 3, "incremental": False},
+        {"shared_search": False, "incremental": False},
+        {"shared_rows": "auto", "incremental": False},
     ]
     widest = {}
     for name, ratio in (
@@ -133,7 +138,7 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         base = baseline(program)
         budget = budget_for(ratio, base.peak)
         stats = _ways_agree(program, budget, base.model_compute * 59, ways)
-        plain, auto, convert, closures, labels, narrow, three = stats
+        plain, auto, convert, closures, labels, narrow, three, scratch, swept = stats
         widest[name] = labels["sweep_widest_chunk"]
         assert narrow["sweep_widest_chunk"] <= 64 and three["sweep_widest_chunk"] <= 192, name
         assert all(s["topological"] == 1 for s in stats), name
@@ -143,7 +148,12 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         assert closures["sweep_passes"] == 0, name
         assert labels["sweep_passes"] > 0 and labels["shared_passes"] == 0, name
         # ids are a topological order on every DTR trace: the default sweeps every pass
-        assert auto["sweep_passes"] == labels["sweep_passes"] and auto["shared_passes"] == 0
+        assert auto["sweep_passes"] > 0 and auto["shared_passes"] == 0
+        # reverse searches kept fresh in place (_native/incremental.h) in the first four ways,
+        # from scratch in the others: the same rows (the states above are equal)
+        assert all(s["incremental_searches"] > 0 for s in stats[:4]), name
+        assert all(s["incremental_searches"] == s["fresh_absorbs"] == 0 for s in stats[4:]), name
+        assert swept["sweep_passes"] == labels["sweep_passes"] >= auto["sweep_passes"], name
     # the widths the points reach: one word (the LSTM), several, and all eight (InceptionV4's
     # passes fill a sweep of 512); the 64- and 192-base ways cut the wider passes in several
     assert widest["lstm"] <= 64 < widest["unet"] and widest["densenet121"] > 320, widest
@@ -249,6 +259,7 @@ def test_storage_graphs_against_id_order(tmp_path: Path) -> None:
                 {"shared_search": False},
                 {"shared_rows": "auto"},
                 {"shared_rows": "labels"},
+                {"shared_rows": "auto", "incremental": False},
             ):
                 sim = NativeSimulation(
                     program,
@@ -263,7 +274,7 @@ def test_storage_graphs_against_id_order(tmp_path: Path) -> None:
                     result = (result, sim.core.state_digest(), sim.stats()["searches"])
                 outcomes.append(result)
                 assert sim.stats()["topological"] == 0 and sim.stats()["sweep_passes"] == 0
-            assert outcomes[1:] == outcomes[:1] * 2, (seed, ratio)
+            assert outcomes[1:] == outcomes[:1] * 3, (seed, ratio)
     assert completed >= 8 and stopped, (completed, stopped)
 
 

@@ -121,11 +121,14 @@ def walk_memory(
     limited: bool,
     checkpoints: bool = True,
     sweep_words: int = native.SWEEP_WORDS,
+    incremental: bool = True,
 ) -> dict[str, Any]:
     """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
     is the process's high-water mark). `checkpoints=False`: its jumps apply every changed word
     from where they start, as before the runtime kept copies of the state. `sweep_words=1`:
-    the neighbourhood searches sweep 64 bases at a time, as before wider labels."""
+    the neighbourhood searches sweep 64 bases at a time, as before wider labels.
+    `incremental=False`: every reverse search from scratch, as before they were updated in
+    place."""
     ref, program = load(trace)
     base = baseline(program)
     start = budget_for(ratio, base.peak)
@@ -138,6 +141,7 @@ def walk_memory(
         max_run_log_bytes=native.MAX_RUN_LOG_BYTES if limited else 0,
         checkpoint_words=-1 if checkpoints else 0,
         sweep_words=sweep_words,
+        incremental=incremental,
     )
     began = time.perf_counter()
     statuses = []
@@ -160,8 +164,9 @@ def walk_memory(
 def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit),
     limited without copies of the state for jumps, limited with searches swept 64 bases at a
-    time, and the default (limited, copies, 512 bases a sweep), each in a fresh process: max
-    RSS and seconds, side by side."""
+    time, limited with every reverse search from scratch, and the default (limited, copies,
+    512 bases a sweep, reverse searches updated in place), each in a fresh process: max RSS
+    and seconds, side by side."""
     lines: list[str] = []
     for trace, ratio, steps in THRASH_WALKS:
         lines += _thrash_memory(trace, ratio, steps, traces_dir)
@@ -178,16 +183,17 @@ def _thrash_memory(
     lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
     wide = native.SWEEP_WORDS
     modes = (
-        ("log unlimited", False, True, wide),
-        ("no checkpoints", True, False, wide),
-        ("64-base sweeps", True, True, 1),
-        ("log limited", True, True, wide),
+        ("log unlimited", False, True, wide, True),
+        ("no checkpoints", True, False, wide, True),
+        ("64-base sweeps", True, True, 1, True),
+        ("from scratch", True, True, wide, False),
+        ("log limited", True, True, wide, True),
     )
-    for label, limited, checkpoints, sweep_words in modes:
+    for label, limited, checkpoints, sweep_words, incremental in modes:
         code = (
             "import json; from engine.cli.bench_walk import walk_memory; "
             f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited}, "
-            f"{checkpoints}, {sweep_words})))"
+            f"{checkpoints}, {sweep_words}, {incremental})))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True

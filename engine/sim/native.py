@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 import time
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.sim.native_arrays import program_arrays
 from engine.sim.runtime import INF, RunResult
 
 if TYPE_CHECKING:
@@ -57,72 +57,6 @@ def supports(policy: Policy) -> bool:
     return _core is not None and policy.name in NATIVE_POLICIES
 
 
-@dataclass(frozen=True)
-class _Arrays:
-    """A program as flat typed arrays, the form the C runtime copies in."""
-
-    n_tensors: int
-    op_compute: array
-    op_first: array
-    op_nout: array
-    op_args_off: array
-    op_args: array
-    op_total: array
-    tensor_size: array
-    tensor_storage: array
-    tensor_op: array
-    storage_size: array
-    step_kind: array
-    step_arg: array
-
-
-_ARRAYS: dict[int, tuple[Program, _Arrays]] = {}
-
-
-def program_arrays(program: Program) -> _Arrays:
-    cached = _ARRAYS.get(id(program))
-    if cached is not None and cached[0] is program:
-        return cached[1]
-    n = program.n_tensors
-    tensor_size = array("q", bytes(8 * n))
-    tensor_storage = array("i", bytes(4 * n))
-    tensor_op = array("i", bytes(4 * n))
-    storage_size = array("q", bytes(8 * n))
-    args_off = array("i", [0])
-    args = array("i")
-    for op, first in enumerate(program.op_first_tensor):
-        op_args = program.op_args[op]
-        args.extend(op_args)
-        args_off.append(len(args))
-        for i, alias in enumerate(program.op_aliases[op]):
-            t = first + i
-            tensor_op[t] = op
-            tensor_size[t] = program.op_sizes[op][i]
-            s = t if alias == -1 else tensor_storage[op_args[alias]]
-            tensor_storage[t] = s
-            if alias == -1:
-                storage_size[s] = program.op_sizes[op][i]
-    built = _Arrays(
-        n_tensors=n,
-        op_compute=array("q", program.op_compute),
-        op_first=array("i", program.op_first_tensor),
-        op_nout=array("i", [len(s) for s in program.op_sizes]),
-        op_args_off=args_off,
-        op_args=args,
-        op_total=array("q", program.op_sizes_total),
-        tensor_size=tensor_size,
-        tensor_storage=tensor_storage,
-        tensor_op=tensor_op,
-        storage_size=storage_size,
-        step_kind=array("b", program.schedule_kind),
-        step_arg=array("i", program.schedule_arg),
-    )
-    if len(_ARRAYS) > 16:
-        _ARRAYS.clear()
-    _ARRAYS[id(program)] = (program, built)
-    return built
-
-
 def _limit(remat_limit: float) -> int | None:
     """Thrashed when remat_compute > limit; for an integer count that is > floor(limit)."""
     return None if remat_limit == INF else math.floor(remat_limit)
@@ -154,6 +88,7 @@ def _core_for(
     max_run_log_bytes: int = 0,
     checkpoint_words: int = -1,
     sweep_words: int = SWEEP_WORDS,
+    incremental: bool = True,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -193,6 +128,7 @@ def _core_for(
         max_run_log_bytes=max_run_log_bytes,
         checkpoint_words=checkpoint_words,
         sweep_words=sweep_words,
+        incremental=incremental,
     )
 
 
@@ -234,6 +170,7 @@ class NativeSimulation:
         shared_search: bool = True,
         shared_rows: str = "auto",
         sweep_words: int = SWEEP_WORDS,
+        incremental: bool = True,
     ) -> None:
         self.budget = budget
         self.events = events
@@ -248,6 +185,7 @@ class NativeSimulation:
             shared_search=shared_search,
             shared_rows=shared_rows,
             sweep_words=sweep_words,
+            incremental=incremental,
         )
 
     def run(self) -> RunResult:
@@ -353,6 +291,8 @@ class Walk:
     starts from (-1: the runtime's default, six states' worth of changed words; 0: none, a
     jump applies every changed word from where it starts). `sweep_words` caps the bases of one
     label sweep at 64 * sweep_words (1: the 64 of earlier runtimes, for `bench`).
+    `incremental=False` searches every reverse neighbourhood from scratch (_native/incremental.h
+    updates the ones only the computation's new storages changed; for tests and `bench`).
     """
 
     def __init__(
@@ -370,6 +310,7 @@ class Walk:
         max_run_log_bytes: int = MAX_RUN_LOG_BYTES,
         checkpoint_words: int = -1,
         sweep_words: int = SWEEP_WORDS,
+        incremental: bool = True,
     ) -> None:
         self.program = program
         self.start = start
@@ -386,6 +327,7 @@ class Walk:
         self.max_run_log_bytes = max_run_log_bytes
         self.checkpoint_words = checkpoint_words
         self.sweep_words = sweep_words
+        self.incremental = incremental
         self.core: Any = None
         self.fresh_runs = 0
         self.resumed_runs = 0
@@ -408,6 +350,7 @@ class Walk:
             max_run_log_bytes=self.max_run_log_bytes,
             checkpoint_words=self.checkpoint_words,
             sweep_words=self.sweep_words,
+            incremental=self.incremental,
         )
         began = time.monotonic()
         status = self.core.run()

@@ -334,6 +334,7 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         if (material[base]) clear_bit(fresh, base); /* a search never lists its base */
         for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &frontier[x], fresh[x]);
         PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
+        mark_fresh(c, base, forward);
         c->searches++;
     }
     return 0;

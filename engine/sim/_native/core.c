@@ -58,6 +58,7 @@ enum { ROWS_AUTO = 0, ROWS_CONVERT = 1, ROWS_CLOSURES = 2, ROWS_LABELS = 3 };
 #include "state.h"
 #include "hash.h"
 #include "events.h"
+#include "incremental.h"
 #include "sweeps.h"
 #include "closures.h"
 #include "regions.h"
@@ -104,7 +105,8 @@ static void Core_dealloc(Core *c) {
                      c->dirty, c->dirty_list.items, c->dirty_old, c->log, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
                      c->gclo, c->lc, c->base_entry, c->entry_base, c->label_rows,
-                     c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res};
+                     c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res, c->changes,
+                     c->rev_fresh_at, c->verify_rows};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (int i = 0; i < c->n_spare; i++) PyMem_Free(c->spare[i]);
     for (Py_ssize_t i = 0; i < c->ck_slots; i++) PyMem_Free(c->ck_arena[i]);
@@ -269,7 +271,8 @@ static int build_arena(Core *c) {
         tensor_storage, tensor_op, storage_size, step_kind, step_arg, policy, budget, remat_limit,
         retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
         max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0,
-        max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1, sweep_words=SWEEP_WORDS) */
+        max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1, sweep_words=SWEEP_WORDS,
+        incremental=True) */
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
@@ -277,7 +280,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
                              "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes",
-                             "checkpoint_words", "sweep_words", NULL};
+                             "checkpoint_words", "sweep_words", "incremental", NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -288,18 +291,19 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t max_log_bytes = 0, max_run_log_bytes = 0; /* 0: no limit */
     Py_ssize_t checkpoint_words = -1; /* -1: CHECKPOINT_STATES states' words; 0: none */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
-    int sweep_words = SWEEP_WORDS;
+    int sweep_words = SWEEP_WORDS, incremental = 1;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnni", kwlist, &n, &bufs[0],
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnnip", kwlist, &n, &bufs[0],
                                      &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
                                      &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
                                      &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
                                      &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
                                      &verify_hash, &merging, &shared_rows, &max_log_bytes,
-                                     &max_run_log_bytes, &checkpoint_words, &sweep_words))
+                                     &max_run_log_bytes, &checkpoint_words, &sweep_words,
+                                     &incremental))
         return -1;
     if (sweep_words < 1 || sweep_words > SWEEP_WORDS) {
         PyErr_Format(PyExc_ValueError, "Core: sweep_words must be 1 to %d", SWEEP_WORDS);
@@ -412,6 +416,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->bases = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->lc = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
+    c->rev_fresh_at = (int64_t *)PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
     c->sweep_lab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_flab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_act = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -428,6 +433,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->shared_search = shared_search;
     c->shared_rows = shared_rows;
     c->sweep_words = sweep_words;
+    c->incremental = incremental;
     if (c->tracking) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -443,7 +449,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         }
     }
     if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases || !c->lc || !c->label_rows ||
-        !c->sweep_lab || !c->sweep_flab || !c->sweep_act || !c->sweep_res || !c->base_entry || !c->entry_base) {
+        !c->sweep_lab || !c->sweep_flab || !c->sweep_act || !c->sweep_res || !c->base_entry || !c->entry_base || !c->rev_fresh_at) {
         PyErr_NoMemory();
         return -1;
     }
@@ -547,7 +553,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
     PyObject *d = Py_BuildValue(
-        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
+        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
         "visited", (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
         c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped", c->snaps_dropped,
         "state_bytes", (Py_ssize_t)c->arena_bytes, "merges", (long long)c->merges,
@@ -560,7 +566,8 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes, "sweep_widest_chunk",
         (long long)c->sweep_widest, "topological",
         (long long)c->topological, "unlogged_segments", (long long)c->unlogged_segments,
-        "jumps_refused", (long long)c->jumps_refused);
+        "jumps_refused", (long long)c->jumps_refused, "incremental_searches",
+        (long long)c->incremental_searches, "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
     /* the trajectory log's size: its words' bytes (live and garbage), the points' frame
        stacks, what the running run's segments took, and the words encoded so far */

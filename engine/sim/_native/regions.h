@@ -7,21 +7,16 @@
 /* ---- maintained evicted neighbourhoods (engine/sim/regions.py is the reference) ----------
    A computation's fresh searches go through search_all: swept over the ids (sweeps.h), built
    from closures (closures.h), or one by one (search, below). */
-static void search(Core *c, int32_t base, int forward) {
+/* One search into zeroed rows: the interior's bits, the frontier's, and the interior's compute. */
+static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interior,
+                           uint64_t *frontier) {
     Arrays *a = &c->a;
     Graph g = graph_of(c, forward);
     const int32_t *off = g.off, *items = g.items, *len = g.len;
-    uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
-    uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
-    row_begin(c, interior, 0);
-    row_begin(c, frontier, 1);
-    memset(interior, 0, sizeof(uint64_t) * c->words);
-    memset(frontier, 0, sizeof(uint64_t) * c->words);
     const uint8_t *material = a->material;
     int64_t total = 0;
     Py_ssize_t top = 0;
     c->stack[top++] = base;
-    c->searches++;
     while (top > 0) {
         int32_t v = c->stack[--top];
         const int32_t *e = items + off[v];
@@ -39,9 +34,23 @@ static void search(Core *c, int32_t base, int forward) {
             }
         }
     }
+    return total;
+}
+
+static void search(Core *c, int32_t base, int forward) {
+    Arrays *a = &c->a;
+    uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
+    uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
+    row_begin(c, interior, 0);
+    row_begin(c, frontier, 1);
+    memset(interior, 0, sizeof(uint64_t) * c->words);
+    memset(frontier, 0, sizeof(uint64_t) * c->words);
+    c->searches++;
+    int64_t total = search_into(c, base, forward, interior, frontier);
     row_end(c, interior, 0);
     row_end(c, frontier, 1);
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
+    mark_fresh(c, base, forward);
 }
 
 /* The fresh searches of one direction: shared when several bases can share them. */
@@ -89,6 +98,10 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
                 if (!a->pinned[s]) c->bases[nb++] = s;
             }
         }
+        if (pass == 1) {
+            nb = shrink_fresh_bases(c, c->bases, nb, storages, count, c->changes_mark);
+            if (nb < 0) return -1;
+        }
         if (search_all(c, c->bases, nb, pass == 0) < 0) return -1;
     }
     return 0;
@@ -103,12 +116,20 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     const uint64_t *drivers = row(c, forward ? a->rev_fr : a->fwd_fr, s);
     const uint64_t *s_front = row(c, fr_t, s), *s_int = row(c, int_t, s);
     uint64_t *diff = c->scratch_d;
+    /* reverse rows fresh before s's eviction (its entry is the log's last), folded into rows
+       fresh before it, are what a fresh search finds after it (incremental.h), where the
+       storage graph has no cycle (in a cycle s's frontier can hold the storage it is folded
+       into, which a search never lists) */
+    Py_ssize_t before = c->n_changes - 1;
+    int s_fresh = !forward && c->incremental && c->topological && before >= 0 &&
+                  c->changes[before] == s && still_fresh(c, s, before);
     for (Py_ssize_t w = 0; w < c->words; w++) {
         uint64_t word = drivers[w];
         while (word) {
             int32_t p = (int32_t)((w << 6) + __builtin_ctzll(word));
             word &= word - 1;
             if (a->pinned[p]) continue;
+            int p_fresh = s_fresh && still_fresh(c, p, before);
             uint64_t *front = row(c, fr_t, p), *interior = row(c, int_t, p);
             if (!test_bit(front, s)) {
                 snprintf(c->error, sizeof c->error,
@@ -133,6 +154,11 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                 }
             }
             PUT(c, sum[p], sum[p] + added);
+            if (p_fresh) {
+                mark_fresh(c, p, 0);
+                c->fresh_absorbs++;
+                if (c->verify_hash && check_fresh(c, p) < 0) return -1;
+            }
         }
     }
     return 0;

@@ -28,6 +28,7 @@ static int evict(Core *c, int32_t s, int by_policy, double score_value, int32_t 
             return -1;
     }
     PUT(c, a->material[s], 0);
+    note_change(c, s);
     c->s.memory -= c->size[s];
     make_unevictable(c, s);
     const int32_t *ts = c->st_items + c->st_off[s];
@@ -97,6 +98,8 @@ static int compute_op(Core *c, int32_t t, int remat) {
     /* outputs already defined were computed twice: their copies are dropped */
     for (int32_t i = 0; i < n_order - 1; i++)
         if (a->defined[order[i]]) c->s.memory -= c->tensor_size[order[i]];
+    c->changes_mark = c->n_changes; /* the log from here on: the new storages */
+    for (int32_t i = 0; i < n_new; i++) note_change(c, news[i]);
     for (int32_t i = 0; i < n_order; i++) {
         PUT(c, a->material[c->tensor_storage[order[i]]], 1);
         PUT(c, a->defined[order[i]], 1);
@@ -202,6 +205,7 @@ static int new_operator(Core *c, int32_t op) {
         int32_t t = first + i;
         int32_t s = c->tensor_storage[t];
         /* the static list holds t at this position (built in the same order) */
+        note_change(c, s); /* its compute or its parents may change */
         PUT(c, a->st_len[s], a->st_len[s] + 1);
         PUT(c, a->ref_ext[s], a->ref_ext[s] + 1);
         if (a->last_op[s] < 0) {

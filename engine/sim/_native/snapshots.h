@@ -99,6 +99,7 @@ static int reserve_frames(Core *c, Py_ssize_t need) {
 /* Restore the newest snapshot and make its value the budget (it then fits). */
 static int restore_snapshot(Core *c) {
     Snapshot *snap = &c->snaps[c->n_snaps - 1];
+    forget_fresh(c);
     if (snap->lazy) { /* the live state is that point already */
         c->s.budget = snap->value;
         c->n_snaps--;

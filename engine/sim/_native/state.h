@@ -178,6 +178,15 @@ typedef struct {
     uint64_t *sweep_lab, *sweep_flab; /* sweep_chunk's labels by storage (zero between chunks) */
     uint64_t *sweep_act, *sweep_res;  /* its storages to pass on, and the resident ones reached */
     int shared_search; /* 0: plain searches only (a test switch) */
+    /* incremental.h: the log of changes reverse searches read, each storage's position in it
+       when its reverse rows were last made fresh (+1; 0: never), the first position that
+       counts (the state was restored there), where the computation's new storages start */
+    int32_t *changes;
+    Py_ssize_t n_changes, changes_cap, changes_valid_from, changes_mark;
+    int64_t *rev_fresh_at;
+    int incremental; /* 0: every reverse search from scratch (a test switch) */
+    uint64_t *verify_rows; /* with verify_hash: a fresh search's rows, to compare */
+    int64_t incremental_searches, fresh_absorbs;
     Vec32 cover;       /* TwoPhase's candidates */
     Vec32 order, news; /* compute_op's outputs and their new storages */
     double time_limit; /* seconds; 0 = none */

@@ -34,6 +34,7 @@ static void put_rows(Core *c, int32_t base, int forward, const uint64_t *interio
         }
     }
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
+    mark_fresh(c, base, forward);
     c->searches++;
 }
 

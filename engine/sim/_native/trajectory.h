@@ -284,6 +284,7 @@ static void take_segment(Scalars *o, const Point *g) {
 /* The live state becomes a point's (its arena words already applied). */
 static int point_state(Core *c, const Point *g) {
     Scalars *s = &c->s;
+    forget_fresh(c);
     if (reserve_frames(c, g->fs_top + 1) < 0 || vec_reserve(&c->und, g->und_top + 1) < 0)
         return -1;
     memcpy(c->frames, c->fr_log + g->fr_off, sizeof(Frame) * g->fs_top);
