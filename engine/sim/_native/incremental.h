@@ -21,7 +21,9 @@
    inputs are), a new storage c in q's interior leaves it for the frontier, with its compute, and
    reached nothing beyond itself; c's parents stay on q's frontier while a child of theirs is q
    or still interior. That is the fresh search's result, word for word (tests/test_native.py
-   runs the switch both ways and compares the whole state).
+   runs the switch both ways and compares the whole state). An eviction keeps rows fresh too
+   (regions.h absorb_into): the evicted storage's fresh reverse rows folded into fresh rows are
+   what a fresh search finds after it, where the storage graph has no cycle.
 
    The log is the walk's own: a restored or jumped-to state did not come through it, so every
    restore starts it afresh (`forget_fresh`). */
