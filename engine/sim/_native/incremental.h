@@ -108,7 +108,6 @@ static int shrink_reverse(Core *c, int32_t q, const int32_t *news, int count) {
     Arrays *a = &c->a;
     uint64_t *interior = row(c, a->rev_int, q), *frontier = row(c, a->rev_fr, q);
     int64_t total = a->rev_sum[q];
-    int left = 0;
     for (int i = 0; i < count; i++) {
         int32_t s = news[i];
         uint64_t bit = (uint64_t)1 << (s & 63);
@@ -116,22 +115,21 @@ static int shrink_reverse(Core *c, int32_t q, const int32_t *news, int count) {
         put_word(c, &interior[s >> 6], interior[s >> 6] & ~bit);
         put_word(c, &frontier[s >> 6], frontier[s >> 6] | bit);
         total -= a->compute[s];
-        left = 1;
     }
-    if (left) { /* the parents the new storages were the only way to */
-        for (int i = 0; i < count; i++) {
-            int32_t s = news[i];
-            if (!test_bit(frontier, s) || test_bit(interior, s)) continue;
-            const int32_t *ps = c->pa_items + c->pa_off[s];
-            for (int32_t k = 0; k < a->pa_len[s]; k++) {
-                int32_t p = ps[k];
-                if (!test_bit(frontier, p)) continue;
-                const int32_t *ch = c->ch_items + c->ch_off[p];
-                int32_t j = 0;
-                while (j < a->ch_len[p] && ch[j] != q && !test_bit(interior, ch[j])) j++;
-                if (j == a->ch_len[p])
-                    put_word(c, &frontier[p >> 6], frontier[p >> 6] & ~((uint64_t)1 << (p & 63)));
-            }
+    /* the parents the new storages that left were the only way to (those are now on the
+       frontier: fresh rows had no new storage there, the new storages were not resident) */
+    for (int i = 0; i < count; i++) {
+        int32_t s = news[i];
+        if (!test_bit(frontier, s)) continue;
+        const int32_t *ps = c->pa_items + c->pa_off[s];
+        for (int32_t k = 0; k < a->pa_len[s]; k++) {
+            int32_t p = ps[k];
+            if (!test_bit(frontier, p)) continue;
+            const int32_t *ch = c->ch_items + c->ch_off[p];
+            int32_t j = 0;
+            while (j < a->ch_len[p] && ch[j] != q && !test_bit(interior, ch[j])) j++;
+            if (j == a->ch_len[p])
+                put_word(c, &frontier[p >> 6], frontier[p >> 6] & ~((uint64_t)1 << (p & 63)));
         }
     }
     PUT(c, a->rev_sum[q], total);
