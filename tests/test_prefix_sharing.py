@@ -18,6 +18,7 @@ from engine.sim import native
 from engine.sim.policies import make_policy
 from engine.sim.record import EXACT_FIELDS
 from engine.sim.simulate import baseline, limit_for, load, make_record, run_point
+from engine.sim.walk_tracking import TrackingChoice
 from tests.test_golden import RECORDS as GOLDEN
 from traces.random_traces import generate
 
@@ -43,8 +44,11 @@ def _walk(
     max_log_bytes: int | None = None,
     max_run_log_bytes: int = native.MAX_RUN_LOG_BYTES,
     checkpoint_words: int = -1,
+    tracking: str | TrackingChoice = "always",
 ) -> tuple[list[dict], dict]:
-    """The records of the first `steps` executions from `start` up, and the walk's counters."""
+    """The records of the first `steps` executions from `start` up, and the walk's counters
+    (every run keeps its trajectory unless `tracking` says otherwise: these tests are the
+    merges' and jumps'; tests/test_walk_tracking.py chooses)."""
     ref, program = load(trace, traces)
     base = baseline(program)
     the_policy = make_policy(policy)
@@ -58,6 +62,7 @@ def _walk(
         max_log_bytes=max_log_bytes,
         max_run_log_bytes=max_run_log_bytes,
         checkpoint_words=checkpoint_words,
+        tracking=tracking,
     )
     records = []
     for step in walk:

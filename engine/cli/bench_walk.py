@@ -5,8 +5,9 @@ side by side, with every record checked equal across them.
 - prefix: each run resumed from the state where it first differs from the previous one;
 - prefix+suffix: resumed runs also merge into the previous run's rest where their states
   meet again, and skip ahead over stretches where they would replay it (the default).
-Then the whole `landscape` command (store writes included) and a longer walk of a trace with
-a large state, where the suffix sharing matters most. Times are wall seconds of the walk
+Then the whole `landscape` command (store writes included), walks whose runs keep their
+trajectories always, by the walk's choice, or never, and a longer walk of a trace with a
+large state, where the suffix sharing matters most. Times are wall seconds of the walk
 alone (parse and baseline are cached first); the machine's load shows in them, the ratios
 between the modes of one run much less.
 """
@@ -38,6 +39,10 @@ WALKS = (("resnet32", 0.095, 0.110, None), ("unrolled_gan", 0.30, 0.60, 150))
 # a resumed run never rejoins its predecessor; in InceptionV4's band most rejoin it at once
 # and take the rest of it over, when the log holds it.
 THRASH_WALKS = (("treelstm", 0.106, 3), ("inceptionv4", 0.20, 100))
+# Walks whose runs rarely rejoin their predecessor (the TreeLSTM, the LSTM) and one whose runs
+# mostly do (the Unrolled GAN), with every run keeping its trajectory, with the walk choosing
+# (engine/sim/walk_tracking.py), and with none: (trace, from ratio, executions).
+TRACKING_WALKS = (("treelstm", 0.075, 30), ("lstm", 0.22, 16), ("unrolled_gan", 0.22, 300))
 
 
 def _compared(result: RunResult) -> RunResult:
@@ -110,7 +115,46 @@ def bench_walks(traces_dir: str | os.PathLike[str] | None) -> list[str]:
             lines.append(f"exact walk over {trace}: needs the DTR traces")
     with contextlib.suppress(TraceNotFound):  # (said above already)
         lines += bench_landscape_command(traces_dir)
+        lines += bench_tracking(traces_dir)
         lines += bench_thrash_memory(traces_dir)
+    return lines
+
+
+def bench_tracking(traces_dir: str | os.PathLike[str] | None) -> list[str]:
+    """TRACKING_WALKS in this process, each mode after the other, records compared."""
+    lines: list[str] = []
+    for trace, ratio, steps in TRACKING_WALKS:
+        ref, program = load(trace, traces_dir)
+        base = baseline(program)
+        records: dict[str, list[RunResult]] = {}
+        rows = []
+        for mode in ("always", "auto", "never"):
+            walk = native.Walk(
+                program,
+                budget_for(ratio, base.peak),
+                make_policy("DTR"),
+                remat_limit=limit_for(base, 60),
+                tracking=mode,
+            )
+            began = time.perf_counter()
+            records[mode] = []
+            for step in walk:
+                records[mode].append(_compared(step.result))
+                if len(records[mode]) == steps or step.result.same_execution["hi"] is None:
+                    break
+            seconds = time.perf_counter() - began
+            stats = walk.stats()
+            rows.append(
+                f"  {mode:<7} {seconds:>7.1f} s ({seconds / len(records[mode]):.3f} s each), "
+                f"{stats['untracked_runs']} runs without a trajectory, "
+                f"{stats['epochs_started']} trajectories started again, {stats['merges']} merges"
+            )
+        same = records["always"] == records["auto"] == records["never"]
+        lines.append(
+            f"exact walk {trace} from {ratio:g}, {len(records['auto'])} executions, "
+            f"trajectories kept always / chosen / never, records equal: {same}"
+        )
+        lines += rows
     return lines
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.sim.native_arrays import program_arrays
 from engine.sim.runtime import INF, RunResult
+from engine.sim.walk_tracking import TrackingChoice, share_taken_over
 
 if TYPE_CHECKING:
     from engine.sim.events import EventLog
@@ -293,6 +294,9 @@ class Walk:
     label sweep at 64 * sweep_words (1: the 64 of earlier runtimes, for `bench`).
     `incremental=False` searches every reverse neighbourhood from scratch (_native/incremental.h
     updates the ones only the computation's new storages changed; for tests and `bench`).
+    `tracking` says which runs keep a trajectory: "auto" (while merges and jumps pay for it,
+    engine/sim/walk_tracking.py), "always", "never" (prefix sharing only), or a
+    TrackingChoice that decides.
     """
 
     def __init__(
@@ -311,9 +315,13 @@ class Walk:
         checkpoint_words: int = -1,
         sweep_words: int = SWEEP_WORDS,
         incremental: bool = True,
+        tracking: str | TrackingChoice = "auto",
     ) -> None:
         self.program = program
         self.start = start
+        self.tracking = (
+            tracking if isinstance(tracking, TrackingChoice) else TrackingChoice(tracking)
+        )
         self.policy = policy
         self.remat_limit = remat_limit
         self.retain = retain
@@ -353,9 +361,16 @@ class Walk:
             incremental=self.incremental,
         )
         began = time.monotonic()
-        status = self.core.run()
+        status = self.core.run(track=self.tracking.track_next())
         self.fresh_runs += 1
-        return WalkStep(_result(status, self.core.result(), budget, time.monotonic() - began), 0)
+        raw = self._observed()
+        return WalkStep(_result(status, raw, budget, time.monotonic() - began), 0)
+
+    def _observed(self) -> dict[str, Any]:
+        """The last run's result, after telling the tracking choice what it took over."""
+        raw = self.core.result()
+        self.tracking.observe(raw["tracked"], raw["compared"], share_taken_over(raw))
+        return raw
 
     def __iter__(self) -> Iterator[WalkStep]:
         step = self._fresh(self.start)
@@ -367,8 +382,8 @@ class Walk:
             budget = hi + 1
             if self.core.next_budget() == budget:
                 began = time.monotonic()
-                status = self.core.resume()
-                raw = self.core.result()
+                status = self.core.resume(track=self.tracking.track_next())
+                raw = self._observed()
                 self.resumed_runs += 1
                 wall = time.monotonic() - began
                 merged = raw["merged_operator"]

@@ -367,8 +367,10 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     /* A budget-reading policy compares inside its scan: resuming there is not supported. */
     c->snapshots = snapshots && c->policy != P_TWOPHASE && !events;
     c->max_snaps = max_snapshots > 0 ? max_snapshots : 1;
-    c->tracking = c->snapshots;
-    c->verify_hash = verify_hash && c->tracking;
+    /* trajectories serve merges and jumps only */
+    c->can_track = c->snapshots && merging;
+    c->tracking = c->can_track;
+    c->verify_hash = verify_hash && c->can_track;
     c->merging = merging;
     c->log_limit = max_log_bytes > 0 ? max_log_bytes : 0;
     c->run_log_limit = max_run_log_bytes > 0 ? max_run_log_bytes : 0;
@@ -434,7 +436,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->shared_rows = shared_rows;
     c->sweep_words = sweep_words;
     c->incremental = incremental;
-    if (c->tracking) {
+    if (c->can_track) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
         c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
         c->row_old[1] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -478,13 +480,31 @@ static PyObject *status_result(Core *c, int status) {
     return PyUnicode_FromString(names[status]);
 }
 
-static PyObject *Core_run(Core *c, PyObject *unused) {
+/* Whether the run about to start keeps a trajectory (`track`, where the runtime can): a run
+   that keeps none ends the trajectory's epoch. */
+static int choose_tracking(Core *c, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"track", NULL};
+    int track = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &track)) return -1;
+    c->tracking = track && c->can_track;
+    c->compared = 0;
+    if (c->can_track && !c->tracking) {
+        c->traj_epoch++;
+        c->traj_valid = 0;
+        c->untracked_runs++;
+    }
+    return 0;
+}
+
+static PyObject *Core_run(Core *c, PyObject *args, PyObject *kw) {
     if (c->s.status != ST_RUNNING || c->s.step != 0 || c->s.operators != 0) {
         PyErr_SetString(PyExc_RuntimeError, "Core.run: already run (use resume)");
         return NULL;
     }
+    if (choose_tracking(c, args, kw) < 0) return NULL;
     if (c->time_limit > 0) c->deadline = now_s() + c->time_limit;
     c->resuming = 0;
+    c->resumed_clock = c->s.clock;
     c->own_from = 0;
     c->n_own = 0;
     if (c->tracking) full_hash(c, &c->s.h1, &c->s.h2);
@@ -492,17 +512,22 @@ static PyObject *Core_run(Core *c, PyObject *unused) {
 }
 
 /* Pop the newest snapshot, make its exceeding value the budget, and run on from there. */
-static PyObject *Core_resume(Core *c, PyObject *unused) {
+static PyObject *Core_resume(Core *c, PyObject *args, PyObject *kw) {
     if (c->n_snaps == 0) {
         PyErr_SetString(PyExc_RuntimeError, "Core.resume: no snapshot to resume from");
         return NULL;
     }
+    if (choose_tracking(c, args, kw) < 0) return NULL;
+    int64_t epoch = c->snaps[c->n_snaps - 1].traj_epoch;
     if (restore_snapshot(c) < 0) return NULL;
     c->s.status = ST_RUNNING;
     c->resumed_operator = (int32_t)c->s.operators;
+    c->resumed_clock = c->s.clock;
     c->resuming = 1;
     c->n_own = 0;
     if (c->tracking) {
+        if (epoch != c->traj_epoch) start_epoch(c);
+        c->compared = c->traj_valid && c->merging;
         if (c->s.seg_open) { /* inside the segment of point n_points - 1: rewrite that point */
             c->own_from = c->s.n_points - 1;
             if (own_reserve(c, 1) < 0) return NULL;
@@ -538,7 +563,7 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
                                               : PyLong_FromLongLong(s->exceeds_min - 1);
     if (!hi) { Py_DECREF(failure); return NULL; }
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsnsL}", "clock", (long long)s->clock, "model_compute",
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsnsLsisisLsL}", "clock", (long long)s->clock, "model_compute",
         (long long)s->model_compute, "remat_compute", (long long)s->remat_compute, "evictions",
         (long long)s->evictions, "policy_evictions", (long long)s->policy_evictions,
         "rematerializations", (long long)s->rematerializations, "operators",
@@ -548,7 +573,9 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
         "heuristic_evals", (long long)s->heuristic_evals, "failure", failure, "lo",
         (long long)s->fits_max, "hi", hi, "budget", (long long)s->budget, "resumed_operator",
         (long long)c->resumed_operator, "snapshots", c->n_snaps, "merged_operator",
-        (long long)(c->merged ? c->s.operators : -1));
+        (long long)(c->merged ? c->s.operators : -1), "tracked", c->tracking, "compared",
+        c->compared, "skipped_clock", (long long)c->skipped_clock,
+        "resumed_clock", (long long)c->resumed_clock);
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
@@ -569,6 +596,14 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "jumps_refused", (long long)c->jumps_refused, "incremental_searches",
         (long long)c->incremental_searches, "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
+    PyObject *epochs = Py_BuildValue("{sLsL}", "untracked_runs", (long long)c->untracked_runs,
+                                     "epochs_started", (long long)c->epochs_started);
+    if (!epochs || PyDict_Update(d, epochs) < 0) {
+        Py_XDECREF(epochs);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(epochs);
     /* the trajectory log's size: its words' bytes (live and garbage), the points' frame
        stacks, what the running run's segments took, and the words encoded so far */
     PyObject *more = Py_BuildValue(
@@ -647,9 +682,11 @@ static PyObject *Core_events(Core *c, PyObject *unused) {
 }
 
 static PyMethodDef Core_methods[] = {
-    {"run", (PyCFunction)Core_run, METH_NOARGS, "run() -> status: replay from the start"},
-    {"resume", (PyCFunction)Core_resume, METH_NOARGS,
-     "resume() -> status: the run at next_budget(), replayed from its divergence point"},
+    {"run", (PyCFunction)(void (*)(void))Core_run, METH_VARARGS | METH_KEYWORDS,
+     "run(track=True) -> status: replay from the start (track: keep a trajectory)"},
+    {"resume", (PyCFunction)(void (*)(void))Core_resume, METH_VARARGS | METH_KEYWORDS,
+     "resume(track=True) -> status: the run at next_budget(), replayed from its divergence "
+     "point (track: keep a trajectory, to merge into the last one and for the next run)"},
     {"next_budget", (PyCFunction)Core_next_budget, METH_NOARGS,
      "the smallest budget above the last run's interval, or None"},
     {"result", (PyCFunction)Core_result, METH_NOARGS, "the last run's counters"},

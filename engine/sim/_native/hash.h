@@ -56,6 +56,15 @@ static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
     c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
 }
 
+/* The changed words marked so far belong to no segment (restore_snapshot, start_epoch). */
+static void discard_dirty(Core *c) {
+    for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
+        int32_t w = c->dirty_list.items[i];
+        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+    }
+    c->dirty_list.len = 0;
+}
+
 /* Before a write to p (its word still holds the old value). */
 static inline void mark_dirty(Core *c, const void *p) {
     Py_ssize_t w = ((const char *)p - c->arena) >> 3;

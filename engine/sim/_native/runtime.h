@@ -311,6 +311,7 @@ static int run_on(Core *c) {
 static int run_to_end(Core *c) {
     c->merged = 0;
     c->run_bytes = 0;
+    c->skipped_clock = 0;
     int status = 0;
     if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
         status = settle(c, at_point(c, 0));

@@ -52,6 +52,7 @@ static int push_snapshot(Core *c, int64_t value, int lazy) {
     Snapshot *snap = &c->snaps[c->n_snaps];
     snap->value = value;
     snap->lazy = lazy;
+    snap->traj_epoch = c->tracking ? c->traj_epoch : -1;
     if (lazy) {
         snap->arena = NULL;
         snap->frames = NULL;
@@ -117,12 +118,8 @@ static int restore_snapshot(Core *c) {
     memcpy(c->und.items, snap->und, sizeof(int32_t) * snap->s.und_top);
     c->und.len = snap->s.und_top;
     c->s.budget = snap->value;
-    if (c->tracking) { /* the open segment's changed words are the snapshot's */
-        for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
-            int32_t w = c->dirty_list.items[i];
-            c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
-        }
-        c->dirty_list.len = 0;
+    if (c->can_track) discard_dirty(c);
+    if (c->tracking) { /* the open segment's changed words are the snapshot's (see start_epoch) */
         for (Py_ssize_t i = 0; i < snap->n_dirty; i++) {
             int32_t w = snap->dirty[i];
             mark_dirty_word(c, w, snap->dirty_old[i]);

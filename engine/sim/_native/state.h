@@ -105,6 +105,7 @@ typedef struct {
     int32_t *dirty; /* the open segment's changed words so far (its delta must include them) */
     uint64_t *dirty_old; /* and their values at the segment's start */
     Py_ssize_t n_dirty;
+    int64_t traj_epoch; /* the trajectory's epoch it was taken in (-1: in a run that kept none) */
 } Snapshot;
 
 /* the event log (only when asked for; never with snapshots) */
@@ -199,6 +200,14 @@ typedef struct {
     /* trajectories (walks): the last run's points, in order; the running run's own points
        (from own_from on) until it ends and they are spliced in */
     int tracking, verify_hash, merging, resuming, traj_valid, merged;
+    /* A walk chooses per run whether it keeps a trajectory (`tracking`; possible when
+       `can_track`): where runs rarely rejoin their predecessor, keeping one costs more than
+       the merges save. A trajectory is its epoch's: a run that keeps none ends the epoch, and a
+       run that keeps one resuming from a snapshot of another epoch starts a new one
+       (start_epoch). `compared`: the run had a trajectory to merge into; `skipped_clock`:
+       the compute its merge or jumps took over instead of running it. */
+    int can_track, compared;
+    int64_t traj_epoch, epochs_started, untracked_runs, skipped_clock, resumed_clock;
     Point *pts, *own;
     Py_ssize_t n_pts, pts_cap, n_own, own_cap, own_from, search_from, merge_at;
     int64_t *sufmin;    /* min exceeds_min over the trajectory's segments from a point on */

@@ -364,6 +364,7 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
     if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
     c->jumps++;
     c->steps_jumped += c->pts[g].step - c->pts[m].step;
+    c->skipped_clock += c->pts[g].clock - c->pts[m].clock;
     return ST_JUMPED;
 }
 
@@ -478,6 +479,28 @@ static int suffix_minima(Core *c) {
     return 0;
 }
 
+/* A tracked run resuming from a snapshot of another epoch (taken before a run that kept no
+   trajectory, or in one): its state did not come through this trajectory, whose points and
+   log are dropped, and so are the snapshot's changed words (they were its segment's). The run
+   numbers its points from 0 and records them from where it resumes (a snapshot is taken
+   inside a materialization, or at a point: run_to_end records its first point at once, before
+   any write); it has nothing to merge into. The state hash is computed afresh (no write since
+   the epoch ended kept it). */
+static void start_epoch(Core *c) {
+    c->traj_epoch++;
+    c->epochs_started++;
+    c->n_pts = 0;
+    c->n_own = 0;
+    c->traj_valid = 0;
+    release_checkpoints(c); /* no point holds one */
+    c->log_len = c->log_live = 0;
+    c->fr_len = c->ul_len = 0;
+    discard_dirty(c);
+    c->s.seg_open = 0;
+    c->s.n_points = 0;
+    full_hash(c, &c->s.h1, &c->s.h2);
+}
+
 /* A run that ended on its own: its trajectory is complete. */
 static int end_trajectory(Core *c, int status) {
     Scalars *s = &c->s;
@@ -527,6 +550,7 @@ static int merge(Core *c) {
     c->merges++;
     if (c->s.mat_active) c->mid_merges++;
     c->steps_skipped += c->n_steps - c->s.step;
+    c->skipped_clock += c->traj_clock - c->s.clock;
     /* the trajectory becomes this run's: the live state is its point at own_from + n_own */
     c->s.n_points = c->own_from + c->n_own;
     if (splice(c, m) < 0) return ST_ERROR;
