@@ -12,9 +12,11 @@ import pytest
 from engine.landscape.report import markdown_table
 from engine.landscape.report_check import Hole, TraceClaims, inconsistencies, read_report
 from engine.landscape.store import Store
-from tests.helpers import REPO, cli
+from tests.helpers import REPO, cli, cli_json
 
 PUBLISHED = REPO / "docs" / "landscapes.json"
+# the runs of the TreeLSTM's complete walk, which the report names (`export --parquet`)
+TREELSTM_RUNS = REPO / "docs" / "runs" / "treelstm.parquet"
 
 
 def _env(traces_dir: Path) -> dict[str, str]:
@@ -317,3 +319,14 @@ def test_two_holes_said_to_be_one_pass_the_edges_but_not_the_walk(
         "hole [1,069,692,896, 1,069,695,583], walked: inside the hole the walk found ok "
         "[1,069,693,024, " in out
     )
+
+
+def test_the_published_treelstm_entry_is_what_its_exported_runs_say(tmp_path: Path) -> None:
+    """The runs the report names for the TreeLSTM travel with it: imported into an empty store
+    (no trace needed), they give the report's entry, every stretch, hole and run id."""
+    db = str(tmp_path / "store" / "landscape.duckdb")
+    imported = cli_json("import-records", str(TREELSTM_RUNS), "--db", db)
+    assert imported["imported"] == imported["rows"] == 5762
+    ours = cli_json("holes", "--all", "--json", "--db", db)["traces"]
+    published = json.loads(PUBLISHED.read_text())["traces"]
+    assert ours == [t for t in published if t["trace"] == "treelstm"]
