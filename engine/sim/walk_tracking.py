@@ -70,7 +70,12 @@ class TrackingChoice:
             self.trying -= 1
         if not compared:
             return
+        trial = self.trying == 0 and self.taken_over < PAYS_FROM  # the try's second run
         self.taken_over += WEIGHT * (share_taken_over - self.taken_over)
+        if trial and share_taken_over >= 0.5:
+            # a try that merged: runs may rejoin again here (a walk of ResNet-32 gave up
+            # stretches where they did, one try merging in two)
+            self.taken_over = max(self.taken_over, START)
         if self.taken_over >= PAYS_FROM:
             self.retry_every = FIRST_RETRY
             self.trying = 0
