@@ -326,3 +326,18 @@ def test_walks_keep_reverse_rows_fresh_exactly(
         for name in expected:
             if name != "wall_s":
                 assert record[name] == expected[name], (name, record["budget"])
+
+
+def test_deep_cascades_keep_their_stacks_as_deltas(traces_dir: Path) -> None:
+    """A thrashing LSTM run's cascades are up to 955 frames deep at each of its 200,000 points:
+    kept whole at every point, the frame stacks alone went past the log's limit (107,805 of
+    the first two runs' segments lost their words, so no jump could skip them). Each point
+    keeps what changed since the one before it, and the log holds every segment. (The stacks
+    rebuilt from the deltas are checked against the points' hashes along
+    test_walks_keep_reverse_rows_fresh_exactly's LSTM walk, under verify_hash.)"""
+    ref, program = load("lstm", traces_dir)
+    records, stats = _walk(
+        "lstm", int(0.22 * baseline(program).peak), "DTR", traces=traces_dir, verify_hash=False
+    )
+    assert max(record["max_nesting_depth"] for record in records) > 900
+    assert stats["unlogged_segments"] == 0 and stats["jumps_refused"] == 0

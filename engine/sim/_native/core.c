@@ -101,7 +101,7 @@ static void Core_dealloc(Core *c) {
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
                      c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
-                     c->fr_log, c->ul_log,
+                     c->fr_log, c->ul_log, c->fh, c->uh,
                      c->dirty, c->dirty_list.items, c->dirty_old, c->log, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
                      c->gclo, c->lc, c->base_entry, c->entry_base, c->label_rows,

@@ -116,6 +116,9 @@ static int materialize(Core *c) {
     while (c->s.fs_top > 0) {
         Frame *f = &c->frames[c->s.fs_top - 1];
         int32_t op = c->tensor_op[f->t];
+        /* the top frame moves on; frames are pushed above it (and onto an empty stack only
+           where fr_low is 0: the bottom frame lowered it when it began) */
+        lower_frames(c, c->s.fs_top - 1);
         if (f->phase == 0) {
             const int32_t *und = c->und.items + f->und_off;
             if (f->returning) {
@@ -312,6 +315,7 @@ static int run_to_end(Core *c) {
     c->merged = 0;
     c->run_bytes = 0;
     c->skipped_clock = 0;
+    c->fr_low = 0; /* the run's first point keeps its whole stack */
     int status = 0;
     if (c->tracking && !c->s.seg_open && c->s.fs_top > 0) /* resumed at a point mid-cascade */
         status = settle(c, at_point(c, 0));

@@ -121,22 +121,22 @@ static void compact_frames(Core *c) {
     Py_ssize_t frames = 0, und = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++) {
         if (c->pts[i].bare) continue; /* nothing kept */
-        frames += c->pts[i].fs_top;
-        und += c->pts[i].und_top;
+        frames += c->pts[i].fs_top - c->pts[i].fr_low;
+        und += c->pts[i].und_top - c->pts[i].ul_low;
     }
     if (c->fr_len < 2 * frames + 4096 && c->ul_len < 2 * und + 4096) return;
     Range *ranges = (Range *)PyMem_Malloc(sizeof(Range) * (c->n_pts + 1));
     if (!ranges) return; /* keep them as they are: compaction is only an economy */
     Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++)
-        if (!c->pts[i].bare && c->pts[i].fs_top > 0)
-            ranges[n++] = (Range){c->pts[i].fr_off, c->pts[i].fs_top, i};
+        if (!c->pts[i].bare && c->pts[i].fs_top > c->pts[i].fr_low)
+            ranges[n++] = (Range){c->pts[i].fr_off, c->pts[i].fs_top - c->pts[i].fr_low, i};
     c->fr_len = slide_down((char *)c->fr_log, sizeof(Frame), ranges, n);
     for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].fr_off = ranges[k].off;
     n = 0;
     for (Py_ssize_t i = 0; i < c->n_pts; i++)
-        if (!c->pts[i].bare && c->pts[i].und_top > 0)
-            ranges[n++] = (Range){c->pts[i].und_off, c->pts[i].und_top, i};
+        if (!c->pts[i].bare && c->pts[i].und_top > c->pts[i].ul_low)
+            ranges[n++] = (Range){c->pts[i].und_off, c->pts[i].und_top - c->pts[i].ul_low, i};
     c->ul_len = slide_down((char *)c->ul_log, sizeof(int32_t), ranges, n);
     for (Py_ssize_t k = 0; k < n; k++) c->pts[ranges[k].i].und_off = ranges[k].off;
     PyMem_Free(ranges);

@@ -114,7 +114,7 @@ static int restore_snapshot(Core *c) {
     char *live = c->arena;
     arena_rebase(c, snap->arena);
     arena_give(c, live);
-    memcpy(c->frames, snap->frames, sizeof(Frame) * snap->s.fs_top);
+    memcpy(c->frames, snap->frames, sizeof(Frame) * snap->s.fs_top); /* (fr_low: run_to_end) */
     memcpy(c->und.items, snap->und, sizeof(int32_t) * snap->s.und_top);
     c->und.len = snap->s.und_top;
     c->s.budget = snap->value;

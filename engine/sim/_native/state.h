@@ -78,7 +78,12 @@ typedef struct {
     /* the scalars at the point (what a jump to it sets), and where its frame stack is kept */
     int64_t memory, pool_bytes, model_compute, remat_compute, operators, depth;
     int32_t pool_head, pool_tail, pool_count, mat_active, fs_top, und_top;
+    /* Its frame stack is kept as what changed since the previous point (mid-cascade, a stack
+       hundreds deep differs from the last point's in its top one or two frames): the frames
+       at levels [fr_low, fs_top) at fr_off, the und list from position ul_low at und_off; the
+       levels and positions below are the previous point's (see load_stack). */
     Py_ssize_t fr_off, und_off;
+    int32_t fr_low, ul_low;
     int64_t evictions, policy_evictions, remats, evals; /* counted within the segment */
     int64_t max_memory, max_pinned, depth_at_max_pinned, max_depth, fits_max, exceeds_min;
     Py_ssize_t log_off, log_len; /* the arena words the segment changed: bytes of the log */
@@ -146,6 +151,13 @@ typedef struct {
     Frame *frames;
     Py_ssize_t frames_cap;
     Vec32 und;
+    /* The lowest frame level written since the last point: the levels below are as they were
+       there (frames change only at the top of the stack), which keeps the points' stacks as
+       deltas and their hashes by prefix: fh[2k], fh[2k + 1] hash the frames below level k,
+       uh the und list's first k items, valid up to the stack as it was at the last point. */
+    int32_t fr_low, stack_chain; /* stack_chain: points since the last whole stack kept */
+    uint64_t *fh, *uh;
+    Py_ssize_t fh_cap, uh_cap;
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
@@ -272,6 +284,11 @@ static inline void set_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] |= (uint64_t)1
 static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 
 static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
+
+/* Frame levels from `level` up may be written (see fr_low). */
+static inline void lower_frames(Core *c, int32_t level) {
+    if (level < c->fr_low) c->fr_low = level;
+}
 
 /* One direction of the storage graph: storage s's neighbours are items[off[s] ..
    off[s] + len[s]) (children forward, parents backward; len lives in the state). */

@@ -56,27 +56,77 @@ static inline void chain(uint64_t *x1, uint64_t *x2, uint64_t v, uint64_t i) {
     *x2 = mix64(*x2 + (v ^ (0xd6e8feb86659fd93ULL * (i + 1))));
 }
 
-/* The whole state's hash: the arena's, the scalars that decide what happens next, and
-   mid-cascade the stack of materializations in progress. */
-static void point_hash(Core *c, uint64_t *o1, uint64_t *o2) {
-    const Scalars *s = &c->s;
-    int64_t v[14] = {s->clock,      s->memory,     s->pool_bytes, s->model_compute, s->remat_compute,
-                     s->operators,  s->pool_head,  s->pool_tail,  s->pool_count,    s->step,
-                     s->mat_active, s->fs_top,     s->und_top,    s->depth};
-    uint64_t x1 = s->h1, x2 = s->h2;
-    for (int i = 0; i < 14; i++) chain(&x1, &x2, (uint64_t)v[i], (uint64_t)i);
-    for (int32_t i = 0; i < s->fs_top; i++) {
-        const Frame *f = &c->frames[i];
+/* The und list's position from which the stack may differ from the last point's: below the
+   lowest frame written since, every frame and its und items are as they were. */
+static inline int32_t und_low(const Core *c, int32_t low) {
+    return low < c->s.fs_top ? c->frames[low].und_off : c->s.und_top;
+}
+
+/* A frame stack's and und list's hashes by prefix: fh[2k], fh[2k + 1] hash the frames below
+   level k, uh the und list's first k items; those from level low and position ulow up are
+   computed here (the ones below are as they were). */
+static void hash_stack_from(const Frame *frames, int32_t top, const int32_t *und,
+                            int32_t und_top, int32_t low, int32_t ulow, uint64_t *fh,
+                            uint64_t *uh, uint64_t out[4]) {
+    fh[0] = uh[0] = 0x243f6a8885a308d3ULL;
+    fh[1] = uh[1] = 0x13198a2e03707344ULL;
+    for (int32_t i = low; i < top; i++) {
+        const Frame *f = &frames[i];
+        uint64_t x1 = fh[2 * i], x2 = fh[2 * i + 1];
         uint64_t packed = (uint64_t)(uint32_t)f->t | ((uint64_t)(uint8_t)f->remat << 32) |
                           ((uint64_t)(uint8_t)f->phase << 40) |
                           ((uint64_t)(uint8_t)f->returning << 48);
         chain(&x1, &x2, packed, 20);
         chain(&x1, &x2, (uint64_t)(uint32_t)f->i | ((uint64_t)(uint32_t)f->und_len << 32), 21);
         chain(&x1, &x2, (uint64_t)(uint32_t)f->und_off, 22);
+        fh[2 * i + 2] = x1;
+        fh[2 * i + 3] = x2;
     }
-    for (int32_t i = 0; i < s->und_top; i++) chain(&x1, &x2, (uint64_t)(uint32_t)c->und.items[i], 23);
+    for (int32_t i = ulow; i < und_top; i++) {
+        uint64_t x1 = uh[2 * i], x2 = uh[2 * i + 1];
+        chain(&x1, &x2, (uint64_t)(uint32_t)und[i], 23);
+        uh[2 * i + 2] = x1;
+        uh[2 * i + 3] = x2;
+    }
+    out[0] = fh[2 * top];
+    out[1] = fh[2 * top + 1];
+    out[2] = uh[2 * und_top];
+    out[3] = uh[2 * und_top + 1];
+}
+
+/* The live frame stack's and und list's hashes (mid-cascade, the materializations in
+   progress), from the lowest level written since the last point (fr_low) up. A thrashing
+   LSTM run's stack is up to 955 frames deep at its 200,000 points, and hashing it whole took
+   9% of a tracked run. from_scratch: all of it (verify_hash compares). */
+static int stack_hash(Core *c, int from_scratch, uint64_t out[4]) {
+    const Scalars *s = &c->s;
+    int32_t top = s->fs_top, low = c->fr_low < top ? c->fr_low : top;
+    if (from_scratch) low = 0;
+    if (RESERVE(c->fh, c->fh_cap, 2 * (Py_ssize_t)top + 2, 128) < 0 ||
+        RESERVE(c->uh, c->uh_cap, 2 * (Py_ssize_t)s->und_top + 2, 128) < 0)
+        return -1;
+    hash_stack_from(c->frames, top, c->und.items, s->und_top, low, und_low(c, low), c->fh, c->uh,
+                    out);
+    return 0;
+}
+
+/* The whole state's hash: the arena's (a1, a2), the scalars that decide what happens next
+   (v), and mid-cascade the stack of materializations in progress (stack: stack_hash's). */
+static void hash_fields(uint64_t a1, uint64_t a2, const int64_t v[14], const uint64_t stack[4],
+                        uint64_t *o1, uint64_t *o2) {
+    uint64_t x1 = a1, x2 = a2;
+    for (int i = 0; i < 14; i++) chain(&x1, &x2, (uint64_t)v[i], (uint64_t)i);
+    for (int i = 0; i < 4; i++) chain(&x1, &x2, stack[i], (uint64_t)(24 + i));
     *o1 = x1;
     *o2 = x2;
+}
+
+static void point_hash(Core *c, const uint64_t stack[4], uint64_t *o1, uint64_t *o2) {
+    const Scalars *s = &c->s;
+    int64_t v[14] = {s->clock,      s->memory,     s->pool_bytes, s->model_compute, s->remat_compute,
+                     s->operators,  s->pool_head,  s->pool_tail,  s->pool_count,    s->step,
+                     s->mat_active, s->fs_top,     s->und_top,    s->depth};
+    hash_fields(s->h1, s->h2, v, stack, o1, o2);
 }
 
 static void open_segment(Core *c) {
@@ -208,6 +258,64 @@ static int own_reserve(Core *c, Py_ssize_t need) {
     return RESERVE(c->own, c->own_cap, need, 1024);
 }
 
+/* A point's stack is rebuilt from at most this many points' deltas (see load_stack): the
+   whole stack once in 64 points costs the LSTM's thrashing runs some 200 bytes a point, where
+   keeping it whole at every point took 12 KB. */
+#define STACK_CHAIN 64
+
+/* Keep the live frame stack's levels from `low` up, and its und list from the first of
+   their items, for point p (the rest is the previous point's). low = 0: all of it. */
+static int keep_stack(Core *c, Point *p, int32_t low) {
+    const Scalars *s = &c->s;
+    int32_t ulow = und_low(c, low);
+    Py_ssize_t nf = s->fs_top - low, nu = s->und_top - ulow;
+    if (RESERVE(c->fr_log, c->fr_cap, c->fr_len + nf, 4096) < 0 ||
+        RESERVE(c->ul_log, c->ul_cap, c->ul_len + nu, 4096) < 0)
+        return -1;
+    p->fr_low = low;
+    p->ul_low = ulow;
+    p->fr_off = c->fr_len;
+    p->und_off = c->ul_len;
+    memcpy(c->fr_log + c->fr_len, c->frames + low, sizeof(Frame) * nf);
+    memcpy(c->ul_log + c->ul_len, c->und.items + ulow, sizeof(int32_t) * nu);
+    c->fr_len += nf;
+    c->ul_len += nu;
+    c->stack_chain = low == 0 ? 0 : c->stack_chain + 1;
+    return 0;
+}
+
+/* The live frame stack and und list become trajectory point g's: its own delta, then the
+   levels below from the points before it, until the stack is whole. A point's delta is
+   relative to the point before it in the trajectory: a run's first point, the first point a
+   jump copies and the first a merge takes over keep their whole stacks, so no chain crosses
+   from one run's points into another's. */
+static int load_stack(Core *c, Py_ssize_t g) {
+    const Point *p = &c->pts[g];
+    if (reserve_frames(c, p->fs_top + 1) < 0 || vec_reserve(&c->und, p->und_top + 1) < 0)
+        return -1;
+    int32_t need = p->fs_top, uneed = p->und_top;
+    for (Py_ssize_t i = g; need > 0 || uneed > 0; i--) {
+        const Point *q = i >= 0 ? &c->pts[i] : NULL;
+        if (!q || q->bare) {
+            snprintf(c->error, sizeof c->error, "point %zd's frame stack cannot be rebuilt", g);
+            return -1;
+        }
+        if (q->fr_low < need) {
+            memcpy(c->frames + q->fr_low, c->fr_log + q->fr_off,
+                   sizeof(Frame) * (need - q->fr_low));
+            need = q->fr_low;
+        }
+        if (q->ul_low < uneed) {
+            memcpy(c->und.items + q->ul_low, c->ul_log + q->und_off,
+                   sizeof(int32_t) * (uneed - q->ul_low));
+            uneed = q->ul_low;
+        }
+    }
+    c->und.len = p->und_top;
+    c->fr_low = 0;
+    return 0;
+}
+
 /* Append a point to the run's own list (a copy of one of the trajectory's, or the live state
    as it is) and open its segment. */
 static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, uint64_t h2) {
@@ -238,24 +346,20 @@ static int append_point(Core *c, const Point *copy, int boundary, uint64_t h1, u
         p->fs_top = s->fs_top;
         p->und_top = s->und_top;
         /* past the log's limit no jump can reach this point (its segment will miss its words
-           too): its frame stack is not kept, 0.5-1 GB a trajectory on the TreeLSTM */
+           too): its frame stack is not kept (nor, then, the later points' of the run) */
         p->bare = !room_for_log(c, 0);
         if (p->bare) {
             p->fr_off = p->und_off = 0;
+            c->fr_low = s->fs_top;
             open_segment(c);
             c->s.n_points++;
             return 0;
         }
-        /* mid-cascade, the frame stack too (a jump to this point restores it) */
-        if (RESERVE(c->fr_log, c->fr_cap, c->fr_len + s->fs_top, 4096) < 0 ||
-            RESERVE(c->ul_log, c->ul_cap, c->ul_len + s->und_top, 4096) < 0)
-            return ST_ERROR;
-        p->fr_off = c->fr_len;
-        p->und_off = c->ul_len;
-        memcpy(c->fr_log + c->fr_len, c->frames, sizeof(Frame) * s->fs_top);
-        memcpy(c->ul_log + c->ul_len, c->und.items, sizeof(int32_t) * s->und_top);
-        c->fr_len += s->fs_top;
-        c->ul_len += s->und_top;
+        /* mid-cascade, the frame stack too (a jump to this point restores it): what changed
+           since the previous point, and every STACK_CHAIN points all of it */
+        int32_t low = c->fr_low < s->fs_top ? c->fr_low : s->fs_top;
+        if (keep_stack(c, p, c->stack_chain >= STACK_CHAIN ? 0 : low) < 0) return ST_ERROR;
+        c->fr_low = s->fs_top;
         if (c->ck_every > 0 && c->words_logged - c->ck_words_at >= c->ck_every &&
             !past_log_limit(c, (Py_ssize_t)c->arena_bytes))
             take_checkpoint(c, p);
@@ -282,14 +386,11 @@ static void take_segment(Scalars *o, const Point *g) {
 }
 
 /* The live state becomes a point's (its arena words already applied). */
-static int point_state(Core *c, const Point *g) {
+static int point_state(Core *c, Py_ssize_t at) {
     Scalars *s = &c->s;
     forget_fresh(c);
-    if (reserve_frames(c, g->fs_top + 1) < 0 || vec_reserve(&c->und, g->und_top + 1) < 0)
-        return -1;
-    memcpy(c->frames, c->fr_log + g->fr_off, sizeof(Frame) * g->fs_top);
-    memcpy(c->und.items, c->ul_log + g->und_off, sizeof(int32_t) * g->und_top);
-    c->und.len = g->und_top;
+    if (load_stack(c, at) < 0) return -1;
+    const Point *g = &c->pts[at];
     s->fs_top = g->fs_top;
     s->und_top = g->und_top;
     s->mat_active = g->mat_active;
@@ -306,6 +407,15 @@ static int point_state(Core *c, const Point *g) {
     s->h1 = g->ah1;
     s->h2 = g->ah2;
     s->step = g->step;
+    if (c->verify_hash) { /* the stack rebuilt from the points' deltas is the point's own */
+        uint64_t stack[4], h1, h2;
+        if (stack_hash(c, 1, stack) < 0) return -1;
+        point_hash(c, stack, &h1, &h2);
+        if (h1 != g->h1 || h2 != g->h2) {
+            snprintf(c->error, sizeof c->error, "point %zd's frame stack rebuilt wrong", at);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -349,11 +459,16 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
             advance_arena(c, &at, k, ck, ck_bytes);
             ck = -1;
             bytes = 0;
-            if (point_state(c, p) < 0) return ST_ERROR;
+            if (point_state(c, k) < 0) return ST_ERROR;
             if (push_snapshot(c, p->exceeds_min, 0) < 0) return ST_ERROR;
         }
         take_segment(s, p);
         if (append_point(c, p, 0, 0, 0) < 0) return ST_ERROR;
+        /* the first copy follows the run's own points: its stack whole (the live one is
+           point m's) */
+        if (k == m && (p->fr_low > 0 || p->ul_low > 0) &&
+            keep_stack(c, &c->own[c->n_own - 1], 0) < 0)
+            return ST_ERROR;
         bytes += p->log_len;
     }
     if (g > at && c->pts[g].ck) {
@@ -361,7 +476,7 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
         ck_bytes = bytes;
     }
     advance_arena(c, &at, g, ck, ck_bytes);
-    if (point_state(c, &c->pts[g]) < 0) return ST_ERROR;
+    if (point_state(c, g) < 0) return ST_ERROR;
     c->jumps++;
     c->steps_jumped += c->pts[g].step - c->pts[m].step;
     c->skipped_clock += c->pts[g].clock - c->pts[m].clock;
@@ -413,7 +528,19 @@ static int at_point(Core *c, int boundary) {
             return ST_ERROR;
         }
     }
-    point_hash(c, &h1, &h2);
+    uint64_t stack[4];
+    if (stack_hash(c, 0, stack) < 0) return ST_ERROR;
+    if (c->verify_hash) {
+        uint64_t whole[4];
+        if (stack_hash(c, 1, whole) < 0) return ST_ERROR;
+        if (memcmp(stack, whole, sizeof stack) != 0) {
+            snprintf(c->error, sizeof c->error,
+                     "frame stack hash out of date at step %d (a frame written unnoticed)",
+                     c->s.step);
+            return ST_ERROR;
+        }
+    }
+    point_hash(c, stack, &h1, &h2);
     if (c->resuming && c->merging && c->traj_valid) {
         c->points_resumed++;
         Py_ssize_t m = find_point(c, h1, h2);
@@ -433,6 +560,52 @@ static int at_point(Core *c, int boundary) {
     return append_point(c, NULL, boundary, h1, h2);
 }
 
+/* verify_hash (the tests' walks): every point's stack, rebuilt from the trajectory's deltas
+   in order, hashes with the point's fields to the point's hash. Checked after every splice,
+   so a delta that does not follow the point before it (at a junction of two runs' points)
+   is found even where no jump reaches it. */
+static int check_stacks(Core *c) {
+    Frame *fr = NULL;
+    int32_t *un = NULL;
+    uint64_t *fh = NULL, *uh = NULL;
+    Py_ssize_t fr_cap = 0, un_cap = 0, fh_cap = 0, uh_cap = 0;
+    int whole_next = 1, r = 0;
+    for (Py_ssize_t i = 0; i < c->n_pts && r == 0; i++) {
+        const Point *p = &c->pts[i];
+        if (p->bare) {
+            whole_next = 1;
+            continue;
+        }
+        if (RESERVE(fr, fr_cap, p->fs_top + 1, 64) < 0 ||
+            RESERVE(un, un_cap, p->und_top + 1, 64) < 0 ||
+            RESERVE(fh, fh_cap, 2 * (Py_ssize_t)p->fs_top + 2, 128) < 0 ||
+            RESERVE(uh, uh_cap, 2 * (Py_ssize_t)p->und_top + 2, 128) < 0) {
+            r = -1;
+            break;
+        }
+        memcpy(fr + p->fr_low, c->fr_log + p->fr_off, sizeof(Frame) * (p->fs_top - p->fr_low));
+        memcpy(un + p->ul_low, c->ul_log + p->und_off, sizeof(int32_t) * (p->und_top - p->ul_low));
+        uint64_t stack[4], h1, h2;
+        hash_stack_from(fr, p->fs_top, un, p->und_top, p->fr_low, p->ul_low, fh, uh, stack);
+        int64_t v[14] = {p->clock,         p->memory,    p->pool_bytes, p->model_compute,
+                         p->remat_compute, p->operators, p->pool_head,  p->pool_tail,
+                         p->pool_count,    p->step,      p->mat_active, p->fs_top,
+                         p->und_top,       p->depth};
+        hash_fields(p->ah1, p->ah2, v, stack, &h1, &h2);
+        if ((whole_next && (p->fr_low > 0 || p->ul_low > 0)) || h1 != p->h1 || h2 != p->h2) {
+            snprintf(c->error, sizeof c->error,
+                     "point %zd's frame stack does not follow point %zd's", i, i - 1);
+            r = -1;
+        }
+        whole_next = 0;
+    }
+    PyMem_Free(fr);
+    PyMem_Free(un);
+    PyMem_Free(fh);
+    PyMem_Free(uh);
+    return r;
+}
+
 static int pts_reserve(Core *c, Py_ssize_t need) {
     return RESERVE(c->pts, c->pts_cap, need, 1024);
 }
@@ -448,7 +621,7 @@ static int splice(Core *c, Py_ssize_t tail_from) {
     c->n_own = 0;
     release_checkpoints(c);
     compact_log(c);
-    return 0;
+    return c->verify_hash ? check_stacks(c) : 0;
 }
 
 /* For a resumed run over the trajectory: from each point, the min exceeding value ahead and
@@ -553,6 +726,11 @@ static int merge(Core *c) {
     c->skipped_clock += c->traj_clock - c->s.clock;
     /* the trajectory becomes this run's: the live state is its point at own_from + n_own */
     c->s.n_points = c->own_from + c->n_own;
+    /* the first point taken over follows this run's own: its stack whole (the live one is
+       its) */
+    Point *first = &c->pts[m];
+    if (!first->bare && (first->fr_low > 0 || first->ul_low > 0) && keep_stack(c, first, 0) < 0)
+        return ST_ERROR;
     if (splice(c, m) < 0) return ST_ERROR;
     if (o->exceeds_min < c->s.exceeds_min) {
         /* the next budget first differs in the taken-over part: restart from here */
