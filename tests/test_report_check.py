@@ -15,8 +15,9 @@ from engine.landscape.store import Store
 from tests.helpers import REPO, cli, cli_json
 
 PUBLISHED = REPO / "docs" / "landscapes.json"
-# the runs of the TreeLSTM's complete walk, which the report names (`export --parquet`)
-TREELSTM_RUNS = REPO / "docs" / "runs" / "treelstm.parquet"
+# the runs of the TreeLSTM's and the LSTM's complete walks, which the report names
+# (`export --parquet`)
+RUNS = REPO / "docs" / "runs"
 
 
 def _env(traces_dir: Path) -> dict[str, str]:
@@ -167,7 +168,7 @@ def test_the_published_report_agrees_with_itself() -> None:
     report = read_report(PUBLISHED)
     assert (report.policy, report.cap) == ("DTR", 60)
     assert len(report.traces) == 8
-    assert sum(len(t.holes) for t in report.traces) == 121
+    assert sum(len(t.holes) for t in report.traces) == 197
     for trace in report.traces:
         assert inconsistencies(trace) == [], trace.name
 
@@ -321,12 +322,16 @@ def test_two_holes_said_to_be_one_pass_the_edges_but_not_the_walk(
     )
 
 
-def test_the_published_treelstm_entry_is_what_its_exported_runs_say(tmp_path: Path) -> None:
-    """The runs the report names for the TreeLSTM travel with it: imported into an empty store
-    (no trace needed), they give the report's entry, every stretch, hole and run id."""
+@pytest.mark.parametrize(("trace", "runs"), [("treelstm", 5762), ("lstm", 12852)])
+def test_a_published_entry_is_what_its_exported_runs_say(
+    tmp_path: Path, trace: str, runs: int
+) -> None:
+    """The runs the report names for the traces walked whole on a store of this machine travel
+    with it: imported into an empty store (no trace needed), they give the report's entry,
+    every stretch, hole and run id."""
     db = str(tmp_path / "store" / "landscape.duckdb")
-    imported = cli_json("import-records", str(TREELSTM_RUNS), "--db", db)
-    assert imported["imported"] == imported["rows"] == 5762
+    imported = cli_json("import-records", str(RUNS / f"{trace}.parquet"), "--db", db)
+    assert imported["imported"] == imported["rows"] == runs
     ours = cli_json("holes", "--all", "--json", "--db", db)["traces"]
     published = json.loads(PUBLISHED.read_text())["traces"]
-    assert ours == [t for t in published if t["trace"] == "treelstm"]
+    assert ours == [t for t in published if t["trace"] == trace]
