@@ -13,7 +13,6 @@ no state is kept), replay every run from the start: the same records, no sharing
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 import uuid
@@ -198,18 +197,12 @@ class ChunkRunner:
             yield from self._local_pool()
 
     def _local_pool(self) -> Iterator[ChunkDone]:
-        import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, wait
 
-        from engine.landscape.distributed import _exit_with_parent
+        from engine.landscape.distributed import spawn_pool
 
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
-            )
+            self._pool = spawn_pool(self.workers)
         pending: set[Future[ChunkDone]] = set()
         try:
             while self.queue or pending:

@@ -94,16 +94,10 @@ class LocalExecutor:
             for task in tasks:
                 yield [run_task(self.trace, task)]
             return
-        import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, wait
 
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
-            )
+            self._pool = spawn_pool(self.workers)
         # Feed the pool a bounded window, so an interrupted sweep has little queued work.
         pending: set[Future[Finished]] = set()
         queue = list(reversed(tasks))
@@ -121,6 +115,20 @@ class LocalExecutor:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def spawn_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` processes for sweeps and walks: spawned, not forked (see above),
+    each exiting with this process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
 
 
 def _exit_with_parent(parent: int) -> None:
