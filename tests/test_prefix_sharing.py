@@ -274,7 +274,7 @@ def test_jumps_from_checkpoints_equal_fresh_runs(tmp_path: Path, seed: int) -> N
     path.write_text(generate(9000 + seed, n_ops=80 + seed * 10))
     peak = run_point(str(path), ratio=1.0)["peak"]
     policy = ("DTR", "MSPS", "NbhdPenalty@b=0.25", "CostStale")[seed % 4]
-    restores = shed = 0
+    restores = backward = shed = 0
     for ratio in (0.3, 0.45, 0.6):
         start = int(ratio * peak)
         plain, plain_stats = _walk(str(path), start, policy, steps=30, checkpoint_words=0)
@@ -282,14 +282,18 @@ def test_jumps_from_checkpoints_equal_fresh_runs(tmp_path: Path, seed: int) -> N
         expected = [_exact(r) for r in plain]
         _, first = _walk(str(path), start, policy, steps=1, max_log_bytes=0, checkpoint_words=0)
         for limit in (0, (first["log_bytes"] + first["frame_bytes"]) * 11 // 10):
-            copied, stats = _walk(
-                str(path), start, policy, steps=30, checkpoint_words=1, max_log_bytes=limit
-            )
-            assert [_exact(r) for r in copied] == expected
-            restores += stats["checkpoint_restores"]
-            shed += stats["checkpoints_shed"]
+            # a copy at every point; or a copy once in a while, so that a jump may land
+            # nearer the copy after it than the one before and undo the log back from there
+            for every in (1, 160):
+                copied, stats = _walk(
+                    str(path), start, policy, steps=30, checkpoint_words=every, max_log_bytes=limit
+                )
+                assert [_exact(r) for r in copied] == expected
+                restores += stats["checkpoint_restores"]
+                backward += stats["checkpoint_restores_backward"]
+                shed += stats["checkpoints_shed"]
         _equal_fresh_runs(str(path), policy, plain)
-    assert restores > 0 and shed > 0
+    assert restores > backward > 0 and shed > 0
 
 
 def _exact(record: dict) -> dict:

@@ -607,10 +607,11 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
     /* the trajectory log's size: its words' bytes (live and garbage), the points' frame
        stacks, what the running run's segments took, and the words encoded so far */
     PyObject *more = Py_BuildValue(
-        "{snsnsnsnsLsLsLsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
+        "{snsnsnsnsLsLsLsLsnsLsLsL}", "log_bytes", (Py_ssize_t)c->log_len, "log_live_bytes",
         (Py_ssize_t)c->log_live, "frame_bytes", frame_bytes(c), "checkpoint_bytes",
         c->ck_count * (Py_ssize_t)c->arena_bytes, "checkpoints_taken", (long long)c->ck_taken,
-        "checkpoint_restores", (long long)c->ck_restores, "checkpoints_shed",
+        "checkpoint_restores", (long long)c->ck_restores, "checkpoint_restores_backward",
+        (long long)c->ck_back_restores, "checkpoints_shed",
         (long long)c->ck_shed, "run_bytes",
         (Py_ssize_t)c->run_bytes, "words_logged", (long long)c->words_logged,
         "log_compactions", (long long)c->log_compactions, "frame_compactions",

@@ -265,7 +265,7 @@ typedef struct {
     char **ck_arena;      /* by slot; NULL: free */
     Py_ssize_t ck_slots, ck_count;
     int64_t ck_every, ck_words_at; /* words between checkpoints; words_logged at the last one */
-    int64_t ck_taken, ck_restores, ck_shed;
+    int64_t ck_taken, ck_restores, ck_back_restores, ck_shed;
     int dirty_failed; /* out of memory while marking: the segment's delta is incomplete */
     int64_t merges, merges_blocked, steps_skipped, points_resumed, mid_merges;
     int64_t searches, visited, edges_seen, plain_passes, cycle_passes, shared_passes, global_passes;

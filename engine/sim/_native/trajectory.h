@@ -421,17 +421,53 @@ static int point_state(Core *c, Py_ssize_t at) {
 
 static int push_snapshot(Core *c, int64_t value, int lazy);
 
-/* The arena from point *at's state (at <= x) to point x's: from checkpoint point ck (in
-   (*at, x], or -1) when the log from *at up to it, ck_bytes, would cost more to apply than
-   the copy, then the segments' changed words. */
+/* The nearest checkpoint at or past point x whose state reaches back to x's through fewer
+   than `within` bytes of logged segments (a segment's words are old ^ new: applied to the
+   state after it, they give the state before it), or -1; *bytes is that log's size. */
+static Py_ssize_t checkpoint_after(Core *c, Py_ssize_t x, Py_ssize_t within, Py_ssize_t *bytes) {
+    Py_ssize_t sum = 0;
+    for (Py_ssize_t k = x; k < c->n_pts && sum < within; k++) {
+        const Point *p = &c->pts[k];
+        if (p->ck) {
+            *bytes = sum;
+            return k;
+        }
+        if (p->unlogged || p->bare) return -1;
+        sum += p->log_len;
+    }
+    return -1;
+}
+
+/* The arena from point *at's state (at <= x) to point x's, by the cheapest of: the log from
+   *at (`bytes` of it up to x), the copy at checkpoint point ck (in (*at, x], or -1; the log
+   from *at up to it is ck_bytes) and the log on from there, or the copy at the nearest
+   checkpoint past x and the log back from there (XOR undoes a segment). A copy costs as
+   much as applying a quarter of its bytes of log. */
 static void advance_arena(Core *c, Py_ssize_t *at, Py_ssize_t x, Py_ssize_t ck,
-                          Py_ssize_t ck_bytes) {
-    if (ck > *at && ck_bytes > (Py_ssize_t)(c->arena_bytes / 4)) {
-        memcpy(c->arena, c->ck_arena[c->pts[ck].ck - 1], c->arena_bytes);
-        *at = ck;
+                          Py_ssize_t ck_bytes, Py_ssize_t bytes) {
+    Py_ssize_t copy = (Py_ssize_t)(c->arena_bytes / 4);
+    Py_ssize_t from = *at, cost = bytes;
+    if (ck > *at && copy + bytes - ck_bytes < cost) {
+        from = ck;
+        cost = copy + bytes - ck_bytes;
+    }
+    Py_ssize_t back_bytes = 0;
+    Py_ssize_t back = cost > copy ? checkpoint_after(c, x, cost - copy, &back_bytes) : -1;
+    uint64_t *words = (uint64_t *)c->arena;
+    if (back >= 0) {
+        memcpy(c->arena, c->ck_arena[c->pts[back].ck - 1], c->arena_bytes);
+        for (Py_ssize_t k = x; k < back; k++)
+            apply_segment(words, c->log + c->pts[k].log_off, c->pts[k].log_len);
+        c->ck_restores++;
+        c->ck_back_restores++;
+        *at = x;
+        return;
+    }
+    if (from != *at) {
+        memcpy(c->arena, c->ck_arena[c->pts[from].ck - 1], c->arena_bytes);
+        *at = from;
         c->ck_restores++;
     }
-    uint64_t *words = (uint64_t *)c->arena;
     for (Py_ssize_t k = *at; k < x; k++)
         apply_segment(words, c->log + c->pts[k].log_off, c->pts[k].log_len);
     *at = x;
@@ -456,7 +492,7 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
             ck_bytes = bytes;
         }
         if (p->exceeds_min < s->exceeds_min) {
-            advance_arena(c, &at, k, ck, ck_bytes);
+            advance_arena(c, &at, k, ck, ck_bytes, bytes);
             ck = -1;
             bytes = 0;
             if (point_state(c, k) < 0) return ST_ERROR;
@@ -475,7 +511,7 @@ static int jump(Core *c, Py_ssize_t m, Py_ssize_t g) {
         ck = g;
         ck_bytes = bytes;
     }
-    advance_arena(c, &at, g, ck, ck_bytes);
+    advance_arena(c, &at, g, ck, ck_bytes, bytes);
     if (point_state(c, g) < 0) return ST_ERROR;
     c->jumps++;
     c->steps_jumped += c->pts[g].step - c->pts[m].step;
