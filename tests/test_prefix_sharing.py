@@ -182,9 +182,9 @@ def test_walks_merge_and_skip_ahead(traces_dir: Path) -> None:
 def test_a_thrashing_band_jumps_along_its_encoded_log(traces_dir: Path) -> None:
     """InceptionV4 at 0.20: every run thrashes up to the cap (~90,000 evictions) and changes
     ~87M memory words, which the log keeps encoded (old ^ new, bitset bits). Resumed runs
-    merge into their predecessor at once and jump along it, from the state copied at its
-    last checkpoint before where they land, then applying the words: each record equals a
-    fresh run's."""
+    merge into their predecessor at once and jump along it, from the state copied at a
+    checkpoint before or after where they land, then applying the words: each record equals
+    a fresh run's."""
     ref, program = load("inceptionv4", traces_dir)
     start = int(0.2 * baseline(program).peak)
     records, stats = _walk(
@@ -263,10 +263,12 @@ def test_random_walks_past_their_log_limits_equal_fresh_runs(tmp_path: Path, see
 
 @pytest.mark.parametrize("seed", range(8))
 def test_jumps_from_checkpoints_equal_fresh_runs(tmp_path: Path, seed: int) -> None:
-    """A jump starts from the copy of the state at the last checkpoint before where it lands
-    (copies go along with their points when a run takes its predecessor's rest over, and are
-    released when no point holds them). With a copy at every point, runs over random traces
-    jump from copies all the time, and snapshot inside jumps too; with a log limit just above
+    """A jump starts from the copy of the state at the last checkpoint before where it lands,
+    or from the first one after it and undoes the segments back to there, whichever applies
+    fewer words (copies go along with their points when a run takes its predecessor's rest
+    over, and are released when no point holds them). With a copy at every point, runs over
+    random traces jump from copies all the time, and snapshot inside jumps too; with a copy
+    once in 160 words some jumps go back from the copy after; with a log limit just above
     the first run's words the copies give their room up to the log. Every record equals a
     fresh run's, the state hash (recomputed at every boundary) holds, and the walk without
     copies gives the same records."""

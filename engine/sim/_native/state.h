@@ -258,7 +258,8 @@ typedef struct {
        ck_every changed words of a run's own points. A jump applies every changed word of the
        segments it skips, and thrashing segments change the same words again and again
        (InceptionV4 at 0.20: 8.4M words applied a jump, 57,000 of them distinct); from the
-       last checkpoint before its target it applies at most ck_every. A checkpoint belongs
+       last checkpoint before its target, or back from the first one after it (XOR undoes a
+       segment), it applies at most ck_every, the nearer one's. A checkpoint belongs
        to its point's state, wherever the point goes (copied by a jump, kept by a splice),
        and is released when no point of the trajectory holds it. They count in the log's
        limit (kept_bytes), and give their room up to the log (shed_checkpoints). */

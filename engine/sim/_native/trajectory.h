@@ -475,7 +475,8 @@ static void advance_arena(Core *c, Py_ssize_t *at, Py_ssize_t x, Py_ssize_t ck,
 
 /* From trajectory point m (in its state) to point g: the segments' sums are added to the
    record, the points copied into the run's own list, the arena brought to g's state (the
-   changed words from the last checkpoint on), and the state becomes g's. Where a segment
+   changed words from the nearer checkpoint before or after g, see advance_arena), and the
+   state becomes g's. Where a segment
    holds an exceeding value below every one this run met so far, the next runs may need to
    resume there: the state at the segment's start is copied first (the replay would have
    snapshotted inside the segment). */
