@@ -11,6 +11,7 @@
     dtr-landscape import-traces | import-records | export   (engine/cli/records.py)
     dtr-landscape diverge                      (engine/cli/diverge.py)
     dtr-landscape check-report                 (engine/cli/report_check.py)
+    dtr-landscape audit                        (engine/cli/audit.py)
 
 Every resolved outcome (ok, oom, thrashed, timeout) exits 0: oom is a result, not an error.
 Bad input exits 2 with one line saying what was wrong.
@@ -202,6 +203,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "engine.cli.records",
     "engine.cli.diverge",
     "engine.cli.report_check",
+    "engine.cli.audit",
 )
 PLUGIN_GROUP = "dtr_landscape.commands"
 

@@ -1,0 +1,163 @@
+"""`dtr-landscape audit`: a store's executions run again from scratch, field for field.
+
+    dtr-landscape audit TRACE [--sample N] [--seed S]
+        [--from R --to R | --from-budget B --to-budget B] [--policy P] [--cap 60]
+        [--backend engine|simrd] [--workers N | --scheduler tcp://HOST:PORT]
+        [--db PATH] [--traces DIR] [--json]
+
+engine/landscape/audit.py draws the executions and compares; the runs go where check-report's
+go (engine/landscape/report_check.py's run_budgets). Exit 0 when every drawn record is what a
+fresh run gives, 1 when one is not (each difference printed), 2 on bad input. The store is
+only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from engine.cli import arguments
+from engine.cli.interrupts import exit_code, sigterm_interrupts
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    audit = sub.add_parser(
+        "audit", help="run stored executions again from scratch and compare every field"
+    )
+    audit.add_argument("trace", help="a trace name (see `traces`) or a path to a DTR log")
+    audit.add_argument(
+        "--sample",
+        type=arguments.count,
+        default=20,
+        metavar="N",
+        help="executions drawn from the store (default 20; all when it holds fewer)",
+    )
+    audit.add_argument(
+        "--seed", type=arguments.whole_number, default=0, help="what is drawn (default 0)"
+    )
+    audit.add_argument("--from", dest="from_ratio", type=arguments.ratio, metavar="R")
+    audit.add_argument("--to", dest="to_ratio", type=arguments.ratio, metavar="R")
+    audit.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
+    audit.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
+    audit.add_argument("--policy", default="DTR", help="the stored runs' policy (default DTR)")
+    audit.add_argument("--cap", type=arguments.positive_float, default=60)
+    audit.add_argument(
+        "--backend",
+        choices=("engine", "simrd"),
+        default="engine",
+        help="simrd: the fresh runs on unmodified simrd (needs SIMRD_DIR; one after another)",
+    )
+    run_on = audit.add_mutually_exclusive_group()
+    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
+    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+    audit.add_argument("--db", metavar="PATH", help="the DuckDB store")
+    audit.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    return {"audit": command_audit}
+
+
+def budget_range(args: argparse.Namespace, peak: Callable[[], int]) -> tuple[int, int]:
+    """[start, end] in bytes from --from/--to (ratios of the peak) or --from-budget/--to-budget;
+    neither: every budget."""
+    by_ratio = (args.from_ratio, args.to_ratio)
+    by_budget = (args.from_budget, args.to_budget)
+    if any(v is not None for v in by_ratio) and any(v is not None for v in by_budget):
+        raise ValueError("give --from R --to R or --from-budget B --to-budget B, not both")
+    if any(v is not None for v in by_ratio):
+        if None in by_ratio:
+            raise ValueError("--from and --to go together")
+        from engine.sim.simulate import budget_for
+
+        top = peak()
+        start, end = (budget_for(r, top) for r in by_ratio)
+        names = ("--from", "--to")
+    elif any(v is not None for v in by_budget):
+        if None in by_budget:
+            raise ValueError("--from-budget and --to-budget go together")
+        start, end = by_budget
+        names = ("--from-budget", "--to-budget")
+    else:
+        return 0, 2**63 - 1
+    if start > end:
+        raise ValueError(f"{names[0]} must not be above {names[1]}, got {start:,} > {end:,}")
+    return start, end
+
+
+def command_audit(args: argparse.Namespace) -> int:
+    from engine.landscape.audit import draw, judge, stored_executions
+    from engine.landscape.progress import Progress
+    from engine.landscape.report_check import run_budgets
+    from engine.landscape.store import Store
+    from engine.sim.policies import make_policy
+    from engine.sim.simulate import baseline, load
+
+    if args.backend == "simrd" and (args.workers > 1 or args.scheduler):
+        raise ValueError("--backend simrd runs in this process: no --workers or --scheduler")
+    policy = make_policy(args.policy).spec
+    ref, program = load(args.trace, args.traces)
+    start, end = budget_range(args, lambda: baseline(program).peak)
+    store = Store.existing(args.db)
+    records = stored_executions(store, program.sha256, policy, args.cap, start, end)
+    if not records:
+        raise ValueError(
+            f"{store.path}: no stored execution of {ref.name} ({policy}, cap {args.cap:g}) "
+            f"meets [{start:,}, {end:,}]"
+        )
+    drawn = draw(records, args.sample, args.seed)
+    budgets = sorted({d.budget for d in drawn})
+    progress = Progress(len(budgets), label=f"{ref.name}: audit runs")
+
+    def fresh() -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+        for budget, record, error in run_budgets(
+            ref,
+            program.sha256,
+            budgets,
+            policy=policy,
+            cap=args.cap,
+            backend=args.backend,
+            workers=args.workers,
+            scheduler=args.scheduler,
+        ):
+            progress.update(str(record["status"]) if record else "error")
+            yield budget, record, error
+
+    try:
+        with sigterm_interrupts():
+            verdicts = judge(drawn, fresh())
+    except KeyboardInterrupt as interrupt:
+        print("dtr-landscape: audit interrupted", file=sys.stderr)
+        return exit_code(interrupt)
+    finally:
+        progress.close()
+    agrees = all(not v.problems for v in verdicts)
+    if args.json:
+        out = {
+            "trace": ref.name,
+            "trace_sha256": program.sha256,
+            "policy": policy,
+            "cap": args.cap,
+            "backend": args.backend,
+            "stored": len(records),
+            "seed": args.seed,
+            "audited": [v.as_dict() for v in verdicts],
+            "agrees": agrees,
+        }
+        print(json.dumps(out))
+        return 0 if agrees else 1
+    differing = [v for v in verdicts if v.problems]
+    print(
+        f"{ref.name} {policy}: {len(verdicts)} of {len(records):,} stored executions run again "
+        f"on {args.backend} (seed {args.seed}): "
+        + ("every record as stored" if agrees else f"{len(differing)} differ")
+    )
+    for v in differing:
+        top = "..." if v.drawn.hi is None else f"{v.drawn.hi:,}"
+        print(f"  run {v.drawn.run_id} [{v.drawn.lo:,}, {top}] at {v.drawn.budget:,}:")
+        for problem in v.problems:
+            print(f"    {problem}")
+    return 0 if agrees else 1

@@ -1,0 +1,139 @@
+"""`dtr-landscape audit`: stored executions run again from scratch and compared field for field.
+
+A walk's records are mostly resumed runs: replayed from a kept state where the run first
+differs from its predecessor, merged into the predecessor's rest, jumped along its log. The
+tests prove on fixtures that such a record equals a fresh run's; an audit proves it on the
+store a user is about to publish. It draws executions from the store (seeded, so a failing
+audit can be repeated), runs each once more from operator 1 at a byte drawn inside its
+same-execution interval (on this engine or on unmodified simrd), and compares every field
+the run decides. A fresh run computes its interval itself, so one run checks the stored
+interval's claim as well as the record: a wrong end shows up as a different `same_execution`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.landscape.holes import SAME_SETTINGS
+from engine.landscape.schema import unflatten
+from engine.sim.record import FIELD_NAMES
+
+if TYPE_CHECKING:
+    from engine.landscape.store import Store
+
+# What a run decides: every record field but where it ran (trace, policy, budget, ratio, the
+# retained set it was given), which engine version ran it and how long it took.
+NOT_DECIDED = (
+    "trace",
+    "trace_sha256",
+    "policy",
+    "budget",
+    "ratio",
+    "retained",
+    "engine_version",
+    "wall_s",
+)
+DECIDED: tuple[str, ...] = tuple(name for name in FIELD_NAMES if name not in NOT_DECIDED)
+
+
+def stored_executions(
+    store: Store, trace_sha256: str, policy: str, cap: float, start: int, end: int
+) -> list[dict[str, Any]]:
+    """The stored records a walk of [start, end] would reuse (the runs `stored_intervals` reads
+    in engine/landscape/walk.py) whose interval meets that range, as records."""
+    rows = store.rows(
+        f"SELECT * FROM runs WHERE trace_sha256 = ? AND {SAME_SETTINGS} "
+        "AND status IN ('ok', 'oom', 'thrashed') AND same_lo IS NOT NULL "
+        "AND same_lo <= ? AND (same_hi IS NULL OR same_hi >= ?) ORDER BY same_lo, run_id",
+        [trace_sha256, policy, float(cap), end, start],
+    )
+    return [unflatten(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One stored execution to run again, and the byte of its interval it runs at."""
+
+    run_id: str
+    lo: int
+    hi: int | None  # None: every budget from lo up
+    budget: int
+    stored: Mapping[str, Any]  # the stored record (engine/landscape/schema.py's unflatten)
+
+
+def draw(records: Sequence[Mapping[str, Any]], count: int, seed: int) -> list[Drawn]:
+    """`count` of the records (all of them when there are fewer), each at a byte drawn inside
+    its interval, in budget order; the same records and seed draw the same."""
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(range(len(records)), min(count, len(records))))
+    drawn = []
+    for index in chosen:
+        record = records[index]
+        same = record.get("same_execution") or {}
+        lo, hi = same.get("lo"), same.get("hi")
+        if lo is None:
+            raise ValueError(f"run {record.get('run_id')}: no same-execution interval to audit")
+        budget = lo if hi is None else rng.randint(lo, hi)
+        drawn.append(Drawn(str(record["run_id"]), lo, hi, budget, record))
+    return sorted(drawn, key=lambda d: (d.budget, d.run_id))
+
+
+def differences(stored: Mapping[str, Any], fresh: Mapping[str, Any]) -> list[str]:
+    """'field: stored X, fresh Y' for each decided field the two records disagree on."""
+    return [
+        f"{name}: stored {stored.get(name)!r}, fresh {fresh.get(name)!r}"
+        for name in DECIDED
+        if _decided(name, stored) != _decided(name, fresh)
+    ]
+
+
+def _decided(name: str, record: Mapping[str, Any]) -> Any:
+    """The field as the execution decides it. A failure's `over_by` is the failing request's
+    excess over the budget the run was given, so it moves byte for byte across an interval:
+    what the execution decides is the excess plus the budget (the memory the allocation
+    needed). A failure read back from the store carries every column even when the stored
+    record had no such key: None and a missing key are the same."""
+    value = record.get(name)
+    if name != "failure" or value is None:
+        return value
+    failure = {k: v for k, v in value.items() if v is not None}
+    if "over_by" in failure:
+        failure["over_by"] += record["budget"]
+    return failure
+
+
+@dataclass
+class Verdict:
+    drawn: Drawn
+    fresh: Mapping[str, Any] | None
+    problems: list[str]  # empty: the fresh run gives the stored record
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.drawn.run_id,
+            "lo": self.drawn.lo,
+            "hi": self.drawn.hi,
+            "budget": self.drawn.budget,
+            "status": self.drawn.stored.get("status"),
+            "agrees": not self.problems,
+            "problems": self.problems,
+        }
+
+
+def judge(
+    drawn: Sequence[Drawn], fresh: Iterable[tuple[int, Mapping[str, Any] | None, str | None]]
+) -> list[Verdict]:
+    """Each drawn execution against the fresh run at its budget: `fresh` yields (budget,
+    record or None, error) in any order, one per distinct budget."""
+    by_budget = {budget: (record, error) for budget, record, error in fresh}
+    verdicts = []
+    for d in drawn:
+        record, error = by_budget.get(d.budget, (None, "not run"))
+        if record is None:
+            verdicts.append(Verdict(d, None, [f"the fresh run failed: {error}"]))
+        else:
+            verdicts.append(Verdict(d, record, differences(d.stored, record)))
+    return verdicts
