@@ -224,7 +224,7 @@ SNAPSHOT_BYTES = 768 << 20
 # before the limits. Past a limit the segments keep their points (merges go on) but not their
 # words, so a jump over them is replayed instead (_native/trajectory.h, jump_allowed). 300
 # executions of InceptionV4 from 0.20 (all thrashing), one process: 0.59 s each, max RSS 1.65 GB
-# (README, "A run that thrashes up to the cap").
+# (docs/WALKS.md, "A run that thrashes up to the cap").
 MAX_LOG_BYTES = 1280 << 20
 MAX_RUN_LOG_BYTES = 640 << 20
 # The snapshots and the log share one budget: the log keeps at most what the snapshots may
