@@ -20,7 +20,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -317,16 +317,24 @@ class JobStore:
             )
 
 
-def estimate_summary(store: JobStore, job: Job, workers: int) -> str | None:
-    """A finished estimate job's answer in one sentence (engine/landscape/estimate.py), read
-    from what its command printed; None for other jobs, or if the output is not an estimate."""
-    from engine.landscape.estimate import describe
+def job_answer(store: JobStore, job: Job, workers: int) -> str | None:
+    """What a finished job found that the store does not show, in one sentence read from what
+    its command printed (the CLI's own sentence): an estimate's cost, an audit's verdict (also
+    when the audit failed because a record differs). None for other jobs, or when the output
+    is not what the job prints."""
+    if job.kind == "estimate" and job.status == "done":
+        from engine.landscape.estimate import describe as estimate_sentence
 
-    if job.kind != "estimate" or job.status != "done":
-        return None
-    text = store.output(job.id)
+        return _answer(store, job, lambda result: estimate_sentence(result, workers=workers))
+    if job.kind == "audit" and job.status in ("done", "failed"):
+        from engine.landscape.audit import describe as audit_sentence
+
+        return _answer(store, job, audit_sentence)
+    return None
+
+
+def _answer(store: JobStore, job: Job, sentence: Callable[[Any], str]) -> str | None:
     try:
-        result = json.loads(text or "")
-        return describe(result, workers=workers)
+        return sentence(json.loads(store.output(job.id) or ""))
     except (ValueError, KeyError, TypeError):
         return None

@@ -33,6 +33,10 @@ from engine.landscape.sampling import (  # the same parsers and limits as `dtr-l
 
 DEFAULT_CAP = 60.0
 DEFAULT_REFINE_POINTS = 20
+DEFAULT_AUDIT_SAMPLE = 20  # `dtr-landscape audit`'s default
+# An audit's JSON (a few hundred bytes an execution) is read back for its answer: at most
+# this many executions keep it well under app/jobs.py's OUTPUT_LIMIT.
+MAX_AUDIT_SAMPLE = 1000
 # An estimate job's strata (and as many halvings of the costliest): 24 sample walks of 25
 # executions or ESTIMATE_SAMPLE_S seconds each, at most some minutes on any trace.
 ESTIMATE_STRATA = 8
@@ -48,6 +52,7 @@ MODES: dict[str, str] = {
     "estimate": "estimate an exact walk's cost (nothing stored)",
     "edges": "edge search (whole trace)",
     "published": "the published holes' edges (the report's policy and cap)",
+    "audit": "audit stored executions: run them again from scratch",
 }
 # The form's fields each mode reads (validate below reads no other); the form shows only these.
 MODE_FIELDS: dict[str, tuple[str, ...]] = {
@@ -60,6 +65,7 @@ MODE_FIELDS: dict[str, tuple[str, ...]] = {
     "estimate": ("from", "to", "cap"),
     "edges": ("cap",),
     "published": (),
+    "audit": ("from", "to", "points", "cap"),
 }
 
 
@@ -251,6 +257,16 @@ def validate(
         start, stop = _range(form)
         spec.update(range=[start, stop])
         label = f"estimate of an exact walk {start:g}..{stop:g}"
+    elif mode == "audit":
+        start, stop = _range(form)
+        sample = _number(form.get("points") or DEFAULT_AUDIT_SAMPLE, "Points", "points")
+        if sample != int(sample) or not 1 <= sample <= MAX_AUDIT_SAMPLE:
+            raise LaunchError(
+                "Points (the executions to run again) must be a whole number in "
+                f"[1, {MAX_AUDIT_SAMPLE:,}]."
+            )
+        spec.update(range=[start, stop], sample=int(sample), total=int(sample))
+        label = f"audit of {int(sample)} stored executions {start:g}..{stop:g}"
     elif mode == "published":
         if report is None:
             raise LaunchError("No published report is shown here; nothing was launched.")
@@ -358,12 +374,20 @@ def plan(
         return Plan([Step(argv, "", stores=False)])
     if kind == "estimate":
         # short sample walks in strata (engine/landscape/estimate.py); the JSON it prints is
-        # the job's output, which the jobs panel reads back (app/jobs.py estimate_summary)
+        # the job's output, which the jobs panel reads back (app/jobs.py job_answer)
         start, stop = spec["range"]
         argv = engine("landscape", trace, "--from", repr(start), "--to", repr(stop))
         argv += ["--policy", policy, "--cap", cap, "--estimate", str(ESTIMATE_STRATA)]
         argv += ["--estimate-seconds", f"{ESTIMATE_SAMPLE_S:g}", "--json"]
         return Plan([Step(argv, "", stores=False)])
+    if kind == "audit":
+        # stored executions drawn and run again (engine/landscape/audit.py); its JSON is the
+        # job's output, read back as one sentence (app/jobs.py job_answer)
+        start, stop = spec["range"]
+        argv = engine("audit", trace, "--from", repr(start), "--to", repr(stop))
+        argv += ["--sample", str(spec["sample"]), "--policy", policy, "--cap", cap]
+        argv += ["--workers", str(workers), "--db", str(db), "--json"]
+        return Plan([Step(argv, "", stores=False)], total=spec["sample"])
     if kind == "published":
         argv = engine("check-report", spec["report"], "--trace", trace)
         argv += ["--workers", str(workers), "--db", str(db), "--json"]

@@ -366,6 +366,30 @@ def test_an_estimate_launched_here_answers_in_the_jobs_panel(page, server) -> No
     assert Store.open(db).stats()["runs"] == before
 
 
+def test_an_audit_launched_here_answers_with_its_verdict(page, server) -> None:  # type: ignore[no-untyped-def]
+    """Stored executions run again from scratch as a job: the jobs panel shows the verdict (the
+    CLI's sentence), and the audit stores nothing."""
+    base, db = server
+    jobs = JobStore.beside(db)
+    deadline = time.monotonic() + 120  # earlier tests' jobs store their runs first
+    while any(j.status in ("queued", "running") for j in jobs.recent()):
+        assert time.monotonic() < deadline, jobs.recent()
+        time.sleep(0.2)
+    page.goto(base + f"/trace/{TRACE}")
+    before = Store.open(db).stats()["runs"]
+    shown = launch(page, "audit", **{"from": "0.3", "to": "0.8", "points": "4"})
+    job_id = int(re.findall(r"job #(\d+)", shown)[0])
+    assert "audit of 4 stored executions 0.3..0.8" in shown
+    row = page.locator(f"#job-row-{job_id}")
+    expect(row.locator(".status")).to_have_text("done", timeout=120_000)
+    expect(row.locator(".answer")).to_contain_text(
+        re.compile(r"^synthetic-mlp DTR: 4 of [0-9,]+ stored executions run again on engine")
+    )
+    expect(row.locator(".answer")).to_contain_text("every record as stored")
+    shot(page, "audit-answer")
+    assert Store.open(db).stats()["runs"] == before
+
+
 def test_controls_are_reachable_by_tab(page, server) -> None:  # type: ignore[no-untyped-def]
     base, _ = server
     page.goto(base + f"/trace/{TRACE}")

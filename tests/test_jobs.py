@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from app.jobs import Job, JobStore, estimate_summary
+from app.jobs import Job, JobStore, job_answer
 from app.launch import grid_ratios
 from app.runner import Runner, parse_progress
 from engine.landscape.store import Store
@@ -127,7 +127,7 @@ def test_an_estimate_job_answers_in_the_jobs_panel_and_stores_nothing(runner: Pa
     result = json.loads(jobs.output(job_id) or "")
     assert (result["trace"], result["policy"], result["cap"]) == ("synthetic-mlp", "DTR", 60.0)
     assert len(result["strata"]) == 16 and result["executions"] > 0
-    answer = estimate_summary(jobs, job, workers=2)
+    answer = job_answer(jobs, job, workers=2)
     assert answer == describe(result, workers=2)
     assert answer.startswith(f"about {result['executions']:,.0f} executions, ")
     assert "with 2 workers" in answer and "nothing stored" in answer
@@ -140,9 +140,45 @@ def test_an_estimate_job_answers_in_the_jobs_panel_and_stores_nothing(runner: Pa
     assert answer in shown
     other = jobs.submit(spec(kind="run", ratio=0.5, total=1), "a run")
     done = wait_for(jobs, other, lambda j: j.status not in ("queued", "running"), "finished")
-    assert estimate_summary(jobs, done, workers=2) is None  # a run's output is not an estimate
+    assert job_answer(jobs, done, workers=2) is None  # a run's output is not an estimate
     (runner.parent / "jobs" / f"{job_id}.out").write_text("{not json")
-    assert estimate_summary(jobs, job, workers=2) is None
+    assert job_answer(jobs, job, workers=2) is None
+
+
+def test_an_audit_job_answers_with_its_verdict(runner: Path, tmp_path: Path) -> None:
+    """An audit launched as a job over the dashboard's store: a walk's executions drawn and run
+    again; the answer is the CLI's sentence (engine/landscape/audit.py describe), every record
+    as stored. A record that differs fails the job, and the answer names the run and field."""
+    from app.components.jobs_panel import jobs_panel
+    from engine.landscape.audit import describe
+
+    engine = [sys.executable, "-m", "engine.cli.main"]
+    walk = [*engine, "landscape", "synthetic-mlp", "--from", "0.40", "--to", "0.41"]
+    subprocess.run([*walk, "--db", str(runner)], cwd=REPO, check=True, capture_output=True)
+    jobs = JobStore.beside(runner)
+    job_id = jobs.submit(spec(kind="audit", range=[0.4, 0.41], sample=5, total=5), "audit")
+    job = wait_for(jobs, job_id, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "done" and job.exit_code == 0, job
+    assert (job.done, job.total) == (5, 5)
+    result = json.loads(jobs.output(job_id) or "")
+    answer = job_answer(jobs, job, workers=2)
+    assert answer == describe(result) and answer.endswith("every record as stored")
+    assert answer.startswith("synthetic-mlp DTR: 5 of ")
+    shown = str(
+        jobs_panel(
+            [job], now=time.time(), runner_alive=True, cancel_type="c", answers={job_id: answer}
+        ).to_plotly_json()
+    )
+    assert answer in shown
+    store = Store.open(runner)
+    [row] = store.rows("SELECT * FROM runs WHERE status = 'oom' ORDER BY same_lo LIMIT 1")
+    store.add_rows("runs", [dict(row, run_id="f" * 32, clock=row["clock"] + 1)])
+    bad = jobs.submit(spec(kind="audit", range=[0.4, 0.41], sample=500, total=500), "audit all")
+    job = wait_for(jobs, bad, lambda j: j.status not in ("queued", "running"), "finished")
+    assert job.status == "failed" and job.exit_code == 1, job
+    answer = job_answer(jobs, job, workers=2)
+    assert answer is not None and f"1 differ: run {'f' * 32} at " in answer
+    assert answer.endswith("(clock)")
 
 
 def test_a_failing_engine_command_fails_the_job(runner: Path) -> None:

@@ -45,6 +45,9 @@ def check(**form: object) -> tuple[dict, str]:
         ({"mode": "estimate", "from": "0.5", "to": "0.4"}, "must be below 'To'"),
         ({"mode": "estimate", "from": "0.3", "to": ""}, "missing"),
         ({"mode": "estimate", "from": "0.3", "to": "0.4", "policy": "TwoPhase"}, "share their"),
+        ({"mode": "audit", "from": "0.3", "to": "0.4", "points": "0"}, "in [1, 1,000]"),
+        ({"mode": "audit", "from": "0.3", "to": "0.4", "points": "2.5"}, "whole number"),
+        ({"mode": "audit", "from": "0.4", "to": "0.3", "points": "5"}, "must be below 'To'"),
         ({"mode": "ratio", "value": "0.5", "trace": "nope"}, "not in the engine's catalog"),
         ({"mode": "ratio", "value": "0.5", "policy": "Belady"}, "Unknown policy"),
         ({"mode": "ratio", "value": "0.5", "policy": "NbhdPenalty@q=1"}, "no parameter"),
@@ -147,6 +150,7 @@ def test_walk_and_edge_commands_parse_in_the_engine(tmp_path: Path) -> None:
     forms = [
         {"mode": "walk", "from": "0.3", "to": "0.4"},
         {"mode": "estimate", "from": "0.3", "to": "0.4"},
+        {"mode": "audit", "from": "0.3", "to": "0.4", "points": "7"},
         {"mode": "edges"},
         {"mode": "grid", "from": "0.3", "to": "0.4", "step": "0.05"},
         {"mode": "list", "list": "0.3,0.4"},
@@ -169,6 +173,7 @@ GOOD_FIELDS = {
     "estimate": {"from": "0.3", "to": "0.4"},
     "edges": {},
     "published": {},
+    "audit": {"from": "0.3", "to": "0.4", "points": "5"},
 }
 
 

@@ -31,7 +31,8 @@ def jobs_panel(
     answers: Mapping[int, str] | None = None,
 ) -> html.Div:
     """A table of jobs; active ones have a cancel button with id {type: cancel_type, job: id}.
-    `answers`: what a finished job found that the store does not show (an estimate), by id."""
+    `answers`: what a finished job found that the store does not show (an estimate, an
+    audit's verdict), by id."""
     notes = []
     if not runner_alive and any(j.status == "queued" for j in jobs):
         notes.append(

@@ -36,7 +36,7 @@ from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
 from app.components.strip import outcome_strip
-from app.jobs import QueueFull, estimate_summary, max_queued
+from app.jobs import QueueFull, job_answer, max_queued
 from app.landscape import in_view
 from app.launch import MODE_FIELDS, LaunchError, validate
 from app.pages.home import DEFAULT_POLICY, run_href
@@ -133,7 +133,7 @@ def jobs_view(name: str) -> html.Div:
     store = data.jobs()
     jobs = store.recent(name, limit=30)
     workers = settings.SWEEP_WORKERS.value()  # what a walk launched here would run on
-    answers = {j.id: estimate_summary(store, j, workers) for j in jobs if j.kind == "estimate"}
+    answers = {j.id: job_answer(store, j, workers) for j in jobs}
     return jobs_panel(
         jobs,
         now=time.time(),

@@ -89,7 +89,7 @@ def budget_range(args: argparse.Namespace, peak: Callable[[], int]) -> tuple[int
 
 
 def command_audit(args: argparse.Namespace) -> int:
-    from engine.landscape.audit import draw, judge, stored_executions
+    from engine.landscape.audit import describe, draw, judge, stored_executions
     from engine.landscape.progress import Progress
     from engine.landscape.report_check import run_budgets
     from engine.landscape.store import Store
@@ -135,27 +135,24 @@ def command_audit(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     agrees = all(not v.problems for v in verdicts)
+    result = {
+        "trace": ref.name,
+        "trace_sha256": program.sha256,
+        "policy": policy,
+        "cap": args.cap,
+        "backend": args.backend,
+        "stored": len(records),
+        "seed": args.seed,
+        "audited": [v.as_dict() for v in verdicts],
+        "agrees": agrees,
+    }
     if args.json:
-        out = {
-            "trace": ref.name,
-            "trace_sha256": program.sha256,
-            "policy": policy,
-            "cap": args.cap,
-            "backend": args.backend,
-            "stored": len(records),
-            "seed": args.seed,
-            "audited": [v.as_dict() for v in verdicts],
-            "agrees": agrees,
-        }
-        print(json.dumps(out))
+        print(json.dumps(result))
         return 0 if agrees else 1
-    differing = [v for v in verdicts if v.problems]
-    print(
-        f"{ref.name} {policy}: {len(verdicts)} of {len(records):,} stored executions run again "
-        f"on {args.backend} (seed {args.seed}): "
-        + ("every record as stored" if agrees else f"{len(differing)} differ")
-    )
-    for v in differing:
+    print(describe(result))
+    for v in verdicts:
+        if not v.problems:
+            continue
         top = "..." if v.drawn.hi is None else f"{v.drawn.hi:,}"
         print(f"  run {v.drawn.run_id} [{v.drawn.lo:,}, {top}] at {v.drawn.budget:,}:")
         for problem in v.problems:

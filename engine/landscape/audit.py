@@ -137,3 +137,29 @@ def judge(
         else:
             verdicts.append(Verdict(d, record, differences(d.stored, record)))
     return verdicts
+
+
+def describe(result: Mapping[str, Any], *, shown: int = 3) -> str:
+    """An audit's answer in one sentence, from what `audit --json` prints: the CLI's first line
+    and the dashboard's jobs panel say the same. The first `shown` differing runs are named
+    with their fields."""
+    audited = result["audited"]
+    differing = [a for a in audited if not a["agrees"]]
+    head = (
+        f"{result['trace']} {result['policy']}: {len(audited)} of {result['stored']:,} stored "
+        f"executions run again on {result['backend']} (seed {result['seed']}): "
+    )
+    if not differing:
+        return head + "every record as stored"
+    named = "; ".join(
+        f"run {a['run_id']} at {a['budget']:,} ({', '.join(_field(p) for p in a['problems'])})"
+        for a in differing[:shown]
+    )
+    more = f"; and {len(differing) - shown} more" if len(differing) > shown else ""
+    return head + f"{len(differing)} differ: {named}{more}"
+
+
+def _field(problem: str) -> str:
+    """'clock: stored 1, fresh 2' -> 'clock'; a failed run's problem as it is."""
+    name, sep, _ = problem.partition(": stored ")
+    return name if sep else problem
