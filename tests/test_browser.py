@@ -184,6 +184,15 @@ def click_point(page, graph: str, outcome: str, index: int = 0) -> str:  # type:
     return str(run_id)
 
 
+def wait_until_jobs_end(db: Path) -> None:
+    """Until no job of the store is queued or running (120 s at most)."""
+    jobs = JobStore.beside(db)
+    deadline = time.monotonic() + 120
+    while any(j.status in ("queued", "running") for j in jobs.recent()):
+        assert time.monotonic() < deadline, jobs.recent()
+        time.sleep(0.2)
+
+
 def launch(page, mode: str, **fields: str) -> str:  # type: ignore[no-untyped-def]
     page.locator(f"#trace-launch-mode input[value='{mode}']").check()
     for name, value in fields.items():
@@ -348,11 +357,7 @@ def test_an_estimate_launched_here_answers_in_the_jobs_panel(page, server) -> No
     """Before a long walk, its estimate: a job whose answer (the CLI's sentence) shows in the
     jobs panel when it is done, and no run is stored."""
     base, db = server
-    jobs = JobStore.beside(db)
-    deadline = time.monotonic() + 120  # earlier tests' jobs store their runs first
-    while any(j.status in ("queued", "running") for j in jobs.recent()):
-        assert time.monotonic() < deadline, jobs.recent()
-        time.sleep(0.2)
+    wait_until_jobs_end(db)  # earlier tests' jobs store their runs first
     page.goto(base + f"/trace/{TRACE}")
     before = Store.open(db).stats()["runs"]
     shown = launch(page, "estimate", **{"from": "0.3", "to": "0.5"})
@@ -370,11 +375,7 @@ def test_an_audit_launched_here_answers_with_its_verdict(page, server) -> None: 
     """Stored executions run again from scratch as a job: the jobs panel shows the verdict (the
     CLI's sentence), and the audit stores nothing."""
     base, db = server
-    jobs = JobStore.beside(db)
-    deadline = time.monotonic() + 120  # earlier tests' jobs store their runs first
-    while any(j.status in ("queued", "running") for j in jobs.recent()):
-        assert time.monotonic() < deadline, jobs.recent()
-        time.sleep(0.2)
+    wait_until_jobs_end(db)  # earlier tests' jobs store their runs first
     page.goto(base + f"/trace/{TRACE}")
     before = Store.open(db).stats()["runs"]
     shown = launch(page, "audit", **{"from": "0.3", "to": "0.8", "points": "4"})

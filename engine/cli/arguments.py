@@ -57,3 +57,17 @@ def count(text: str) -> int:
 def whole_number(text: str) -> int:
     """A whole number of at least 0 (refinements)."""
     return _whole(text, 0)
+
+
+def add_fresh_run_options(parser: argparse.ArgumentParser, runs: str) -> None:
+    """Where a command's fresh runs go (check-report's edges, audit's draws): this engine in
+    this process, a process pool or Dask, or unmodified simrd one after another."""
+    parser.add_argument(
+        "--backend",
+        choices=("engine", "simrd"),
+        default="engine",
+        help=f"simrd: {runs} on unmodified simrd (needs SIMRD_DIR; one after another)",
+    )
+    run_on = parser.add_mutually_exclusive_group()
+    run_on.add_argument("--workers", type=count, default=1, help="local processes")
+    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")

@@ -46,15 +46,7 @@ def register(sub: Any) -> dict[str, Handler]:
     audit.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
     audit.add_argument("--policy", default="DTR", help="the stored runs' policy (default DTR)")
     audit.add_argument("--cap", type=arguments.positive_float, default=60)
-    audit.add_argument(
-        "--backend",
-        choices=("engine", "simrd"),
-        default="engine",
-        help="simrd: the fresh runs on unmodified simrd (needs SIMRD_DIR; one after another)",
-    )
-    run_on = audit.add_mutually_exclusive_group()
-    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
-    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+    arguments.add_fresh_run_options(audit, "the fresh runs")
     audit.add_argument("--db", metavar="PATH", help="the DuckDB store")
     audit.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
     audit.add_argument("--json", action="store_true", help="print one JSON object")

@@ -38,15 +38,7 @@ def register(sub: Any) -> dict[str, Handler]:
         metavar="NAME",
         help="only this trace of the report (repeatable; default every one)",
     )
-    check.add_argument(
-        "--backend",
-        choices=("engine", "simrd"),
-        default="engine",
-        help="simrd: the runs on unmodified simrd (needs SIMRD_DIR; one after another)",
-    )
-    run_on = check.add_mutually_exclusive_group()
-    run_on.add_argument("--workers", type=arguments.count, default=1, help="local processes")
-    run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+    arguments.add_fresh_run_options(check, "the runs")
     check.add_argument(
         "--interior",
         action="store_true",
