@@ -94,13 +94,13 @@ def command_audit(args: argparse.Namespace) -> int:
     ref, program = load(args.trace, args.traces)
     start, end = budget_range(args, lambda: baseline(program).peak)
     store = Store.existing(args.db)
-    records = stored_executions(store, program.sha256, policy, args.cap, start, end)
-    if not records:
+    executions = stored_executions(store, program.sha256, policy, args.cap, start, end)
+    if not executions:
         raise ValueError(
             f"{store.path}: no stored execution of {ref.name} ({policy}, cap {args.cap:g}) "
             f"meets [{start:,}, {end:,}]"
         )
-    drawn = draw(records, args.sample, args.seed)
+    drawn = draw(store, executions, args.sample, args.seed)
     budgets = sorted({d.budget for d in drawn})
     progress = Progress(len(budgets), label=f"{ref.name}: audit runs")
 
@@ -133,7 +133,7 @@ def command_audit(args: argparse.Namespace) -> int:
         "policy": policy,
         "cap": args.cap,
         "backend": args.backend,
-        "stored": len(records),
+        "stored": len(executions),
         "seed": args.seed,
         "audited": [v.as_dict() for v in verdicts],
         "agrees": agrees,
