@@ -40,12 +40,19 @@ def register(sub: Any) -> dict[str, Handler]:
     audit.add_argument(
         "--seed", type=arguments.whole_number, default=0, help="what is drawn (default 0)"
     )
-    audit.add_argument("--from", dest="from_ratio", type=arguments.ratio, metavar="R")
+    stretch = "only executions whose interval meets [FROM, TO] (default: every one stored)"
+    audit.add_argument(
+        "--from", dest="from_ratio", type=arguments.ratio, metavar="R", help=f"{stretch}, ratios"
+    )
     audit.add_argument("--to", dest="to_ratio", type=arguments.ratio, metavar="R")
-    audit.add_argument("--from-budget", type=arguments.byte_count, metavar="BYTES")
+    audit.add_argument(
+        "--from-budget", type=arguments.byte_count, metavar="BYTES", help=f"{stretch}, bytes"
+    )
     audit.add_argument("--to-budget", type=arguments.byte_count, metavar="BYTES")
     audit.add_argument("--policy", default="DTR", help="the stored runs' policy (default DTR)")
-    audit.add_argument("--cap", type=arguments.positive_float, default=60)
+    audit.add_argument(
+        "--cap", type=arguments.positive_float, default=60, help="the stored runs' cap (default 60)"
+    )
     arguments.add_fresh_run_options(audit, "the fresh runs")
     audit.add_argument("--db", metavar="PATH", help="the DuckDB store")
     audit.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
