@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 
 def positive_float(text: str) -> float:
@@ -71,3 +73,40 @@ def add_fresh_run_options(parser: argparse.ArgumentParser, runs: str) -> None:
     run_on = parser.add_mutually_exclusive_group()
     run_on.add_argument("--workers", type=count, default=1, help="local processes")
     run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+
+
+@dataclass(frozen=True)
+class BudgetRange:
+    """--from R --to R (ratios of the peak) or --from-budget B --to-budget B, as given."""
+
+    start: float
+    end: float
+    ratios: bool
+
+    def in_bytes(self, peak: Callable[[], int]) -> tuple[int, int]:
+        """[start, end] in bytes: a ratio r is floor(r * peak) (`peak` asked only then)."""
+        if not self.ratios:
+            return int(self.start), int(self.end)
+        from engine.sim.simulate import budget_for
+
+        top = peak()
+        return budget_for(self.start, top), budget_for(self.end, top)
+
+
+def budget_range(args: argparse.Namespace, *, required: bool) -> BudgetRange | None:
+    """The range of --from/--to or --from-budget/--to-budget (landscape's walk, audit's draw):
+    one pair or the other, both ends, the first below the second. None when neither pair is
+    given and the command does not require one."""
+    by_ratio = args.from_ratio is not None or args.to_ratio is not None
+    by_budget = args.from_budget is not None or args.to_budget is not None
+    if by_ratio and by_budget or (required and not by_ratio and not by_budget):
+        raise ValueError("give either --from R --to R or --from-budget B --to-budget B")
+    if not by_ratio and not by_budget:
+        return None
+    pair = (args.from_ratio, args.to_ratio) if by_ratio else (args.from_budget, args.to_budget)
+    names = ("--from", "--to") if by_ratio else ("--from-budget", "--to-budget")
+    if pair[0] is None or pair[1] is None:
+        raise ValueError(f"{names[0]} and {names[1]} go together")
+    if pair[0] >= pair[1]:
+        raise ValueError(f"{names[0]} must be below {names[1]}, got {pair[0]} and {pair[1]}")
+    return BudgetRange(pair[0], pair[1], by_ratio)

@@ -60,33 +60,6 @@ def register(sub: Any) -> dict[str, Handler]:
     return {"audit": command_audit}
 
 
-def budget_range(args: argparse.Namespace, peak: Callable[[], int]) -> tuple[int, int]:
-    """[start, end] in bytes from --from/--to (ratios of the peak) or --from-budget/--to-budget;
-    neither: every budget."""
-    by_ratio = (args.from_ratio, args.to_ratio)
-    by_budget = (args.from_budget, args.to_budget)
-    if any(v is not None for v in by_ratio) and any(v is not None for v in by_budget):
-        raise ValueError("give --from R --to R or --from-budget B --to-budget B, not both")
-    if any(v is not None for v in by_ratio):
-        if None in by_ratio:
-            raise ValueError("--from and --to go together")
-        from engine.sim.simulate import budget_for
-
-        top = peak()
-        start, end = (budget_for(r, top) for r in by_ratio)
-        names = ("--from", "--to")
-    elif any(v is not None for v in by_budget):
-        if None in by_budget:
-            raise ValueError("--from-budget and --to-budget go together")
-        start, end = by_budget
-        names = ("--from-budget", "--to-budget")
-    else:
-        return 0, 2**63 - 1
-    if start > end:
-        raise ValueError(f"{names[0]} must not be above {names[1]}, got {start:,} > {end:,}")
-    return start, end
-
-
 def command_audit(args: argparse.Namespace) -> int:
     from engine.landscape.audit import describe, draw, judge, stored_executions
     from engine.landscape.progress import Progress
@@ -99,7 +72,10 @@ def command_audit(args: argparse.Namespace) -> int:
         raise ValueError("--backend simrd runs in this process: no --workers or --scheduler")
     policy = make_policy(args.policy).spec
     ref, program = load(args.trace, args.traces)
-    start, end = budget_range(args, lambda: baseline(program).peak)
+    stretch = arguments.budget_range(args, required=False)  # None: every stored execution
+    start, end = (
+        (0, 2**63 - 1) if stretch is None else stretch.in_bytes(lambda: baseline(program).peak)
+    )
     store = Store.existing(args.db)
     executions = stored_executions(store, program.sha256, policy, args.cap, start, end)
     if not executions:

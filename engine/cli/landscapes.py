@@ -25,7 +25,7 @@ from engine.landscape.edges import find_exact_edges
 from engine.landscape.holes import holes_report
 from engine.landscape.walk import walk_landscape
 from engine.sim.policies import POLICIES, make_policy
-from engine.sim.simulate import DEFAULT_CAP, baseline, budget_for, load
+from engine.sim.simulate import DEFAULT_CAP, baseline, load
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -96,23 +96,11 @@ def register(sub: Any) -> dict[str, Handler]:
 
 
 def _cmd_landscape(args: argparse.Namespace) -> int:
-    by_ratio = args.from_ratio is not None or args.to_ratio is not None
-    by_budget = args.from_budget is not None or args.to_budget is not None
-    if by_ratio == by_budget:
-        raise ValueError("give either --from R --to R or --from-budget B --to-budget B")
-    pair = (args.from_ratio, args.to_ratio) if by_ratio else (args.from_budget, args.to_budget)
-    names = ("--from", "--to") if by_ratio else ("--from-budget", "--to-budget")
-    if pair[0] is None or pair[1] is None:
-        raise ValueError(f"{names[0]} and {names[1]} go together")
-    if pair[0] >= pair[1]:
-        raise ValueError(f"{names[0]} must be below {names[1]}, got {pair[0]} and {pair[1]}")
+    budgets = arguments.budget_range(args, required=True)
+    assert budgets is not None  # required: a missing range is refused above
     make_policy(args.policy)  # an unknown policy is bad input before any loading
     ref, program = load(args.trace, args.traces)
-    if by_ratio:
-        peak = baseline(program).peak
-        start, end = budget_for(pair[0], peak), budget_for(pair[1], peak)
-    else:
-        start, end = pair
+    start, end = budgets.in_bytes(lambda: baseline(program).peak)
     if args.estimate is not None:
         return _estimate(args, ref, start, end)
     from engine.landscape.store import Store

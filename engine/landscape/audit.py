@@ -127,7 +127,6 @@ def _decided(name: str, record: Mapping[str, Any]) -> Any:
 @dataclass
 class Verdict:
     drawn: Drawn
-    fresh: Mapping[str, Any] | None
     problems: list[str]  # empty: the fresh run gives the stored record
 
     def as_dict(self) -> dict[str, Any]:
@@ -152,9 +151,9 @@ def judge(
     for d in drawn:
         record, error = by_budget.get(d.budget, (None, "not run"))
         if record is None:
-            verdicts.append(Verdict(d, None, [f"the fresh run failed: {error}"]))
+            verdicts.append(Verdict(d, [f"the fresh run failed: {error}"]))
         else:
-            verdicts.append(Verdict(d, record, differences(d.stored, record)))
+            verdicts.append(Verdict(d, differences(d.stored, record)))
     return verdicts
 
 
