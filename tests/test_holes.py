@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,10 +22,12 @@ from engine.landscape.intervals import (
     interval_edges,
     interval_holes,
 )
+from engine.landscape.report import markdown_table, summary_rows
+from engine.landscape.report_check import inconsistencies, read_report
 from engine.landscape.store import Store
 from engine.landscape.walk import walk_landscape
 from engine.sim.simulate import run_point
-from tests.helpers import cli, cli_json
+from tests.helpers import REPO, cli, cli_json
 
 
 def _samples(table: str) -> list[Sample]:
@@ -384,6 +388,111 @@ def test_all_holes_report_walked_landscape(tmp_path: Path) -> None:
         f"ok above {h['run_ids']['ok_above']}"
         for h in holes
     ]
+
+
+def test_update_puts_a_stores_traces_into_a_report(tmp_path: Path) -> None:
+    """`holes --all --update REPORT`: a walk's store put into a copy of the published report,
+    its trace added, then replaced after a longer walk; every other entry as it was; the file
+    is a report `check-report` reads; a refused update leaves it byte for byte as it was."""
+    db = tmp_path / "landscape.duckdb"
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    report = tmp_path / "landscapes.json"
+    shutil.copy(REPO / "docs" / "landscapes.json", report)
+    published = json.loads(report.read_text(encoding="utf-8"))
+    peak = run_point("synthetic-mlp", ratio=1.0)["peak"]
+    walk_landscape(Store.open(db), "synthetic-mlp", start=int(0.398 * peak), end=int(0.41 * peak))
+    (stored,) = cli_json("holes", "--all", "--db", str(db), "--json", env=env)["traces"]
+
+    def update(*args: str) -> tuple[str, str]:
+        done = cli("holes", "--all", "--update", str(report), "--db", str(db), *args, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout, done.stderr
+
+    out, said = update("--json")
+    merged = json.loads(report.read_text(encoding="utf-8"))
+    assert json.loads(out) == merged
+    names = sorted([t["trace"] for t in published["traces"]] + ["synthetic-mlp"])
+    assert [t["trace"] for t in merged["traces"]] == names
+    assert [t for t in merged["traces"] if t["trace"] != "synthetic-mlp"] == published["traces"]
+    assert merged["traces"][names.index("synthetic-mlp")] == stored
+    share = summary_rows({"traces": [stored]})[0]["certified_share"]
+    assert 0 < share < 0.1 and said == (
+        f"{report}: synthetic-mlp: added; {stored['executions']:,} executions, certified "
+        f"{share:.4f}, {len(stored['holes'])} hole{'' if len(stored['holes']) == 1 else 's'}\n"
+    )
+    again = read_report(report)
+    assert (again.policy, again.cap, len(again.traces)) == ("DTR", 60, 9)
+    assert all(inconsistencies(t) == [] for t in again.traces)
+
+    # a longer walk into the same store: the entry is replaced, and the table is the new one's
+    walk_landscape(Store.open(db), "synthetic-mlp", start=int(0.398 * peak), end=int(0.425 * peak))
+    (longer,) = cli_json("holes", "--all", "--db", str(db), "--json", env=env)["traces"]
+    assert longer["executions"] > stored["executions"]
+    out, said = update("--markdown")
+    merged = json.loads(report.read_text(encoding="utf-8"))
+    assert merged["traces"][names.index("synthetic-mlp")] == longer
+    assert [t for t in merged["traces"] if t["trace"] != "synthetic-mlp"] == published["traces"]
+    assert out.rstrip("\n") == markdown_table(merged) and out.count("| synthetic-mlp |") == 1
+    assert (
+        said.startswith(
+            f"{report}: synthetic-mlp: replaced; was {stored['executions']:,} executions"
+        )
+        and f"now {longer['executions']:,} executions" in said
+    )
+
+    # refused, each with its reason in one line, the report untouched
+    before = report.read_bytes()
+    other_version = json.loads(before)
+    other_version["traces"][names.index("synthetic-mlp")]["trace_sha256"] = "ab" * 32
+    twice = json.loads(before)
+    twice["traces"].append(twice["traces"][names.index("synthetic-mlp")])
+    Store.open(tmp_path / "empty.duckdb")
+    refusals = [
+        (
+            ["--policy", "LRU"],
+            None,
+            f"{report}: its runs are policy DTR, cap 60; the store's asked for are policy LRU, "
+            "cap 60 (--policy, --cap)",
+        ),
+        (
+            ["--cap", "30"],
+            None,
+            f"{report}: its runs are policy DTR, cap 60; the store's asked for are policy DTR, "
+            "cap 30 (--policy, --cap)",
+        ),
+        (
+            [],
+            other_version,
+            f"{report}: traces[{names.index('synthetic-mlp')}] (synthetic-mlp) was made from the "
+            f"trace of SHA-256 {'ab' * 32}; the store's runs are of {longer['trace_sha256']}",
+        ),
+        (
+            [],
+            twice,
+            f"{report}: traces[{names.index('synthetic-mlp')}] and traces[9] are both "
+            "synthetic-mlp: which one to replace?",
+        ),
+        ([], "{", f"{report}: not JSON"),
+        (
+            ["--db", str(tmp_path / "empty.duckdb")],
+            None,
+            f"the store holds no runs of policy DTR, cap 60: nothing to put in {report}",
+        ),
+    ]
+    for args, content, message in refusals:
+        if content is not None:
+            report.write_text(
+                content if isinstance(content, str) else json.dumps(content), encoding="utf-8"
+            )
+        kept = report.read_bytes()
+        done = cli("holes", "--all", "--update", str(report), "--db", str(db), *args, env=env)
+        assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+        assert report.read_bytes() == kept
+        report.write_bytes(before)
+    done = cli("holes", "synthetic-mlp", "--update", str(report), "--db", str(db), env=env)
+    assert done.returncode == 2 and "--update goes with --all" in done.stderr
+    assert report.read_bytes() == before and not list(tmp_path.glob(".*.tmp"))
 
 
 def test_all_holes_compares_with_the_paper(tmp_path: Path, traces_dir: Path) -> None:

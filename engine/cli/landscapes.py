@@ -5,7 +5,8 @@
         [--estimate SAMPLES [--estimate-steps K] [--estimate-seconds S] [--estimate-refine R]]
     dtr-landscape edges TRACE [--policy P] [--cap 60] [--db PATH] [--traces DIR] [--json]
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
-    dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--json | --markdown]
+    dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--update REPORT]
+        [--json | --markdown]
 
 The work is done in engine/landscape/walk.py and engine/landscape/holes.py; `--estimate`
 (engine/landscape/estimate.py) samples the range instead and stores nothing.
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from engine.cli import arguments
@@ -82,6 +85,13 @@ def register(sub: Any) -> dict[str, Handler]:
         help="every stored trace: executions, certified bytes, exact holes, the paper's regions",
     )
     holes.add_argument("--markdown", action="store_true", help="with --all: the README's table")
+    holes.add_argument(
+        "--update",
+        metavar="REPORT",
+        help="with --all: the store's traces replace their entries in REPORT (a report file "
+        "such as docs/landscapes.json; its other traces are kept), REPORT is rewritten, and "
+        "what is printed is the updated report",
+    )
     for parser in (walk, edges, holes):
         parser.add_argument(
             "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
@@ -220,6 +230,8 @@ def command_holes(args: argparse.Namespace) -> int:
         raise ValueError("give a trace, or --all for every stored trace")
     if args.markdown and not args.all:
         raise ValueError("--markdown goes with --all")
+    if args.update and not args.all:
+        raise ValueError("--update goes with --all")
     if args.all:
         return _all_holes(Store.existing(args.db), args)
     report = holes_report(Store.existing(args.db), args.trace, policy=args.policy, cap=args.cap)
@@ -283,10 +295,29 @@ def _edge_text(edge: dict[str, Any]) -> str:
     return f"{edge['byte']:,} (every byte from {below:,} below it fails)"
 
 
+def _update_report(path: str, stored: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite the report at `path` with the store's traces in it (report.merged_report), in
+    one rename: a reader, or a check-report running on it, sees the old file or the new one.
+    Says on stderr what each trace's entry was and is."""
+    from engine.landscape.report import merged_report
+    from engine.landscape.report_check import read_report
+
+    merged, lines = merged_report(read_report(path), stored)
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    for line in lines:
+        print(f"{path}: {line}", file=sys.stderr)
+    return merged
+
+
 def _all_holes(store: Any, args: argparse.Namespace) -> int:
     from engine.landscape.report import landscape_report, markdown_table
 
     report = landscape_report(store, policy=args.policy, cap=args.cap)
+    if args.update:
+        report = _update_report(args.update, report)
     if args.json:
         print(json.dumps(report))
         return 0

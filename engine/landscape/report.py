@@ -29,6 +29,7 @@ from engine.sim.policies import make_policy
 from engine.sim.simulate import DEFAULT_CAP, budget_for
 
 if TYPE_CHECKING:
+    from engine.landscape.report_check import Report
     from engine.landscape.store import Store
 
 # The paper's sampled DTR failure regions: (last ok below, first failing, last failing,
@@ -203,6 +204,56 @@ def landscape_report(
         traces.append(report)
     traces.sort(key=lambda t: (t["trace"], t["trace_sha256"]))
     return {"policy": spec, "cap": cap, "traces": traces}
+
+
+def merged_report(published: Report, stored: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`published` (a report file, read) with each trace of `stored` (a store's
+    `landscape_report`) in place of its entry of the same name, or added; the other entries as
+    they were. A report gathers traces walked into different stores (and machines), so one
+    store's walk updates its traces' entries and nothing else. Returns the new report and a
+    line per trace put in. ValueError, naming the file, when the settings differ, when the
+    store holds no runs of them, or when the report's entry of that name was made from
+    another version of the trace (a report with two would show two rows of one name)."""
+    where = published.path
+    ours = f"policy {stored['policy']}, cap {float(stored['cap']):g}"
+    if (published.policy, float(published.cap)) != (stored["policy"], float(stored["cap"])):
+        raise ValueError(
+            f"{where}: its runs are policy {published.policy}, cap {float(published.cap):g}; "
+            f"the store's asked for are {ours} (--policy, --cap)"
+        )
+    if not stored["traces"]:
+        raise ValueError(f"the store holds no runs of {ours}: nothing to put in {where}")
+    merged = [claims.raw for claims in published.traces]
+    lines = []
+    for fresh in stored["traces"]:
+        name, now = fresh["trace"], _in_brief(fresh)
+        same_name = [claims for claims in published.traces if claims.name == name]
+        if len(same_name) > 1:
+            places = " and ".join(f"traces[{claims.index}]" for claims in same_name)
+            raise ValueError(f"{where}: {places} are both {name}: which one to replace?")
+        for old in same_name:
+            if old.sha256 != fresh["trace_sha256"]:
+                raise ValueError(
+                    f"{where}: traces[{old.index}] ({name}) was made from the trace of SHA-256 "
+                    f"{old.sha256}; the store's runs are of {fresh['trace_sha256']}"
+                )
+        if same_name:
+            (old,) = same_name
+            lines.append(f"{name}: replaced; was {_in_brief(old.raw)}; now {now}")
+            merged[old.index] = fresh
+        else:
+            lines.append(f"{name}: added; {now}")
+            merged.append(fresh)
+    traces = sorted(merged, key=lambda t: (t["trace"], t["trace_sha256"]))
+    return {**published.data, "traces": traces}, lines
+
+
+def _in_brief(entry: dict[str, Any]) -> str:
+    (row,) = summary_rows({"traces": [entry]})
+    return (
+        f"{_count(row['executions'], 'execution')}, certified {row['certified_share']:.4f}, "
+        f"{_count(row['holes'], 'hole')}"
+    )
 
 
 # The share of a trace's budgets the README table and the dashboard report as certified: the
