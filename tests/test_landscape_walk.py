@@ -333,6 +333,52 @@ def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
     assert other.fresh_runs == 1 and _compared(other) == _compared(whole)[:3]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_rest_of_a_chunk_continues_where_its_walk_is_live(
+    workers: int, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three chunks walked in slices of 10 runs, by one process or two spawned ones: each
+    slice's rest is run next by the process that ran the slice, so every chunk begins with
+    one fresh run and no slice after its first does (the rest queued behind the other chunks
+    began each slice afresh), and the records are those of each chunk walked whole."""
+    from engine.landscape.chunks import ChunkRunner, ChunkTask, split, walk_chunk
+    from engine.sim.catalog import resolve
+    from engine.sim.simulate import baseline, budget_for, load
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    ref = resolve(SYNTHETIC)
+    program = load(ref)[1]
+    assert program.sha256
+    peak = baseline(program).peak
+    chunks = split(budget_for(0.39, peak), budget_for(0.42, peak), 3, minimum=1)  # 65-84 runs
+    whole = {a: _compared(walk_chunk(ref, ChunkTask("DTR", 60.0, a, b))) for a, b in chunks}
+    assert all(len(records) > 10 for records in whole.values())
+    runner = ChunkRunner(ref, program.sha256, workers=workers)
+    runner.submit([ChunkTask("DTR", 60.0, a, b, max_runs=10) for a, b in chunks])
+    walked: dict[int, list[dict]] = {a: [] for a, _ in chunks}
+    slots: dict[int, set[int | None]] = {a: set() for a, _ in chunks}
+    fresh = slices = 0
+    try:
+        for done in runner.results():
+            assert done.error is None, done.error
+            chunk = max(a for a, _ in chunks if a <= done.task.start)
+            walked[chunk] += _compared(done)
+            slots[chunk].add(done.slot)
+            fresh += done.fresh_runs
+            slices += 1
+            if done.next_budget is not None:
+                rest = ChunkTask("DTR", 60.0, done.next_budget, done.task.end, max_runs=10)
+                runner.submit([rest], after=done)
+    finally:
+        runner.close()
+    assert slices > 2 * len(chunks) and fresh == len(chunks)
+    assert walked == whole
+    assert all(len(ran_on) == 1 for ran_on in slots.values())  # one process each
+    if workers == 2:
+        assert set().union(*slots.values()) == {0, 1}  # and both processes busy
+
+
 def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:
     """Just past a hole's edge intervals are a few bytes wide while the chunk's other
     megabytes are one execution: the cut lands a few intervals ahead, not halfway."""

@@ -61,6 +61,7 @@ class ChunkDone:
     host: str | None = None
     fresh_runs: int = 0
     resumed_runs: int = 0
+    slot: int | None = None  # which process of ChunkRunner's local pool ran it
 
 
 def walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
@@ -165,8 +166,16 @@ def rest_split(done: ChunkDone, recent: int = 16) -> list[tuple[int, int]]:
 
 # -- where chunks run ------------------------------------------------------------------------
 class ChunkRunner:
-    """Runs chunk tasks in this process (workers=1), a spawned process pool, or on Dask, and
-    yields each ChunkDone as it finishes; `submit` may be called while iterating."""
+    """Runs chunk tasks in this process (workers=1), in spawned processes, or on Dask, and
+    yields each ChunkDone as it finishes; `submit` may be called while iterating.
+
+    A chunk that stopped early continues best where it ran: that process still holds its walk
+    (`_live`), anywhere else the rest starts with a fresh run (3 s a slice in InceptionV4's
+    band). So the rest of a chunk goes to the front of the queue, and in the local pool to the
+    very process that ran it: each process is a pool of its own, so the runner chooses. Queued
+    at the back, with the band's 178 gaps queued ahead of it, every 20 s slice of the band
+    walk began with a fresh run (26 of 26 slices in 200 s, 22% of the runs' seconds, 16 of
+    them avoidable)."""
 
     def __init__(
         self, trace: TraceRef, sha256: str, *, workers: int = 1, scheduler: str | None = None
@@ -175,7 +184,8 @@ class ChunkRunner:
         self.sha256 = sha256
         self.workers = workers
         self.queue: list[ChunkTask] = []
-        self._pool: ProcessPoolExecutor | None = None
+        self._pools: list[ProcessPoolExecutor] = []
+        self._meant_for: dict[ChunkTask, int] = {}  # a chunk's rest -> the slot holding its walk
         self._client: Any = None
         self._data: Any = None
         if scheduler:
@@ -184,8 +194,16 @@ class ChunkRunner:
             self._client = connect(scheduler)
             self.workers = max(1, len(self._client.scheduler_info().get("workers", {})))
 
-    def submit(self, tasks: Sequence[ChunkTask]) -> None:
-        self.queue.extend(tasks)
+    def submit(self, tasks: Sequence[ChunkTask], *, after: ChunkDone | None = None) -> None:
+        """Queue tasks; with `after`, they are the rest of that chunk: they go first, and the
+        one starting where it stopped goes to the process that ran it."""
+        if after is None:
+            self.queue.extend(tasks)
+            return
+        self.queue[0:0] = tasks
+        for task in tasks:
+            if after.slot is not None and task.start == after.next_budget:
+                self._meant_for[task] = after.slot
 
     def results(self) -> Iterator[ChunkDone]:
         if self._client is not None:
@@ -196,23 +214,45 @@ class ChunkRunner:
         else:
             yield from self._local_pool()
 
+    def _take(self, slot: int, idle: Sequence[int]) -> ChunkTask | None:
+        """The next task for an idle slot: the rest of the chunk it ran, else the first task
+        not meant for another idle slot, else the first."""
+        for rule in (
+            lambda t: self._meant_for.get(t) == slot,
+            lambda t: self._meant_for.get(t) not in idle,
+            lambda t: True,
+        ):
+            for k, task in enumerate(self.queue):
+                if rule(task):
+                    self._meant_for.pop(task, None)
+                    return self.queue.pop(k)
+        return None
+
     def _local_pool(self) -> Iterator[ChunkDone]:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         from engine.landscape.distributed import spawn_pool
 
-        if self._pool is None:
-            self._pool = spawn_pool(self.workers)
-        pending: set[Future[ChunkDone]] = set()
+        if not self._pools:
+            self._pools = [spawn_pool(1) for _ in range(self.workers)]
+        running: dict[Future[ChunkDone], int] = {}
         try:
-            while self.queue or pending:
-                while self.queue and len(pending) < self.workers:
-                    pending.add(self._pool.submit(walk_chunk, self.trace, self.queue.pop(0)))
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            while self.queue or running:
+                idle = [k for k in range(self.workers) if k not in running.values()]
+                # the slots with a chunk's rest meant for them choose first
+                idle.sort(key=lambda k: k not in self._meant_for.values())
+                for slot in idle:
+                    task = self._take(slot, idle)
+                    if task is not None:
+                        running[self._pools[slot].submit(walk_chunk, self.trace, task)] = slot
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    yield future.result()
+                    slot = running.pop(future)
+                    done = future.result()
+                    done.slot = slot
+                    yield done
         finally:
-            for future in pending:
+            for future in running:
                 future.cancel()
 
     def _dask(self) -> Iterator[ChunkDone]:
@@ -252,9 +292,9 @@ class ChunkRunner:
             running.clear()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools = []
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -264,7 +264,8 @@ def walk_landscape(
                     [
                         ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
                         for a, b in rest
-                    ]
+                    ],
+                    after=done,  # first, where its walk is live (ChunkRunner)
                 )
     except BaseException:
         # interrupted: what was run is kept, and the walk says how far it certainly got
