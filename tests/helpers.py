@@ -126,3 +126,55 @@ def open_pdf(body: bytes) -> None:
 def check_file(fmt: str, body: bytes) -> None:
     assert body, f"empty {fmt}"
     {"png": open_png, "svg": open_svg, "pdf": open_pdf}[fmt](body)
+
+
+# -- walks in chunks ----------------------------------------------------------------------------
+def compared_records(done: Any) -> list[dict]:
+    """A chunk's records without what differs between equal executions (ids, clocks)."""
+    return [{k: v for k, v in t.record.items() if k not in ("run_id", "wall_s")} for t in done.runs]
+
+
+def three_chunks(trace: str) -> tuple[Any, str, list[tuple[int, int]], dict[int, list[dict]]]:
+    """A trace's ratios 0.39-0.42 in three chunks (the synthetic trace: 65-84 executions
+    each), with each chunk's records walked whole in this process: (ref, sha256, chunks,
+    records by chunk start)."""
+    from engine.landscape.chunks import ChunkTask, split, walk_chunk
+    from engine.sim.catalog import resolve
+    from engine.sim.simulate import baseline, budget_for, load
+
+    ref = resolve(trace)
+    program = load(ref)[1]
+    assert program.sha256
+    peak = baseline(program).peak
+    chunks = split(budget_for(0.39, peak), budget_for(0.42, peak), 3, minimum=1)
+    whole = {a: compared_records(walk_chunk(ref, ChunkTask("DTR", 60.0, a, b))) for a, b in chunks}
+    assert all(len(records) > 10 for records in whole.values())
+    return ref, program.sha256, chunks, whole
+
+
+def walk_in_slices(
+    runner: Any, chunks: list[tuple[int, int]], runs: int = 10
+) -> tuple[dict[int, list[dict]], dict[int, set], int, int]:
+    """Walk the chunks with a ChunkRunner in slices of `runs` runs, each slice's rest
+    submitted as a walk submits it: (records by chunk start, where each chunk's slices ran,
+    fresh runs, slices)."""
+    from engine.landscape.chunks import ChunkTask
+
+    runner.submit([ChunkTask("DTR", 60.0, a, b, max_runs=runs) for a, b in chunks])
+    walked: dict[int, list[dict]] = {a: [] for a, _ in chunks}
+    places: dict[int, set] = {a: set() for a, _ in chunks}
+    fresh = slices = 0
+    try:
+        for done in runner.results():
+            assert done.error is None, done.error
+            chunk = max(a for a, _ in chunks if a <= done.task.start)
+            walked[chunk] += compared_records(done)
+            places[chunk].add(done.slot)
+            fresh += done.fresh_runs
+            slices += 1
+            if done.next_budget is not None:
+                rest = ChunkTask("DTR", 60.0, done.next_budget, done.task.end, max_runs=runs)
+                runner.submit([rest], after=done)
+    finally:
+        runner.close()
+    return walked, places, fresh, slices

@@ -16,7 +16,7 @@ from distributed import Client
 
 from engine.landscape.store import Store, unflatten
 from engine.sim.record import FIELD_NAMES
-from tests.helpers import cli
+from tests.helpers import cli, three_chunks, walk_in_slices
 
 SYNTHETIC = "synthetic-mlp"
 VOLATILE = {"wall_s", "run_id", "host", "started_at", "ended_at", "sweep_id"}
@@ -173,6 +173,26 @@ def test_exact_walk_on_a_dask_cluster_equals_a_local_one(
     assert [tuple(i[k] for k in key) for i in a["intervals"]] == [
         tuple(i[k] for k in key) for i in b["intervals"]
     ]
+
+
+def test_the_rest_of_a_chunk_continues_on_the_dask_worker_that_ran_it(
+    tmp_path: Path, cluster: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three chunks on the two workers in slices of 10 runs: each slice's rest goes to the
+    worker whose process holds its walk, so every chunk begins with one fresh run and no
+    slice after its first does, and the records are those of each chunk walked whole."""
+    from engine.landscape.chunks import ChunkRunner
+
+    address, _ = cluster
+    monkeypatch.setenv("DTR_LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DTR_LANDSCAPE_TRACES", "")
+    ref, sha256, chunks, whole = three_chunks(SYNTHETIC)
+    runner = ChunkRunner(ref, sha256, scheduler=address)
+    walked, places, fresh, slices = walk_in_slices(runner, chunks)
+    assert slices > 2 * len(chunks) and fresh == len(chunks)
+    assert walked == whole
+    assert all(len(ran_on) == 1 for ran_on in places.values())  # one worker each
+    assert len(set().union(*places.values())) == 2  # and both busy
 
 
 def test_a_reports_hole_edges_checked_on_a_dask_cluster(

@@ -17,7 +17,7 @@ from engine.landscape.store import Store
 from engine.landscape.walk import policy_certified, walk_landscape
 from engine.sim.policies import DTR, POLICIES
 from engine.sim.simulate import run_point
-from tests.helpers import cli, cli_json
+from tests.helpers import cli, cli_json, compared_records, three_chunks, walk_in_slices
 
 SYNTHETIC = "synthetic-mlp"
 # A stretch of synthetic-mlp around its first success: a few dozen intervals, ok and oom.
@@ -297,14 +297,6 @@ def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str,
     assert resumed["complete"] and resumed["runs_reused"] >= ran
 
 
-def _compared(done: object) -> list[dict]:
-    """A chunk's records without what differs between equal executions (ids, clocks)."""
-    return [
-        {k: v for k, v in t.record.items() if k not in ("run_id", "wall_s")}
-        for t in done.runs  # type: ignore[attr-defined]
-    ]
-
-
 def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,10 +319,10 @@ def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
     assert first.next_budget is not None and first.fresh_runs == 1
     rest = walk_chunk(ref, ChunkTask("DTR", 60.0, first.next_budget, end, max_runs=7))
     assert rest.fresh_runs == 0 and rest.resumed_runs == 7  # no fresh run: the walk went on
-    assert _compared(first) + _compared(rest) == _compared(whole)
+    assert compared_records(first) + compared_records(rest) == compared_records(whole)
     # a chunk elsewhere (another budget) starts afresh, and the kept walk is dropped
     other = walk_chunk(ref, ChunkTask("DTR", 60.0, start, end, max_runs=3))
-    assert other.fresh_runs == 1 and _compared(other) == _compared(whole)[:3]
+    assert other.fresh_runs == 1 and compared_records(other) == compared_records(whole)[:3]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -340,43 +332,20 @@ def test_the_rest_of_a_chunk_continues_where_its_walk_is_live(
     """Three chunks walked in slices of 10 runs, by one process or two spawned ones: each
     slice's rest is run next by the process that ran the slice, so every chunk begins with
     one fresh run and no slice after its first does (the rest queued behind the other chunks
-    began each slice afresh), and the records are those of each chunk walked whole."""
-    from engine.landscape.chunks import ChunkRunner, ChunkTask, split, walk_chunk
-    from engine.sim.catalog import resolve
-    from engine.sim.simulate import baseline, budget_for, load
+    began each slice afresh), and the records are those of each chunk walked whole. (On Dask:
+    tests/test_distributed.py.)"""
+    from engine.landscape.chunks import ChunkRunner
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    ref = resolve(SYNTHETIC)
-    program = load(ref)[1]
-    assert program.sha256
-    peak = baseline(program).peak
-    chunks = split(budget_for(0.39, peak), budget_for(0.42, peak), 3, minimum=1)  # 65-84 runs
-    whole = {a: _compared(walk_chunk(ref, ChunkTask("DTR", 60.0, a, b))) for a, b in chunks}
-    assert all(len(records) > 10 for records in whole.values())
-    runner = ChunkRunner(ref, program.sha256, workers=workers)
-    runner.submit([ChunkTask("DTR", 60.0, a, b, max_runs=10) for a, b in chunks])
-    walked: dict[int, list[dict]] = {a: [] for a, _ in chunks}
-    slots: dict[int, set[int | None]] = {a: set() for a, _ in chunks}
-    fresh = slices = 0
-    try:
-        for done in runner.results():
-            assert done.error is None, done.error
-            chunk = max(a for a, _ in chunks if a <= done.task.start)
-            walked[chunk] += _compared(done)
-            slots[chunk].add(done.slot)
-            fresh += done.fresh_runs
-            slices += 1
-            if done.next_budget is not None:
-                rest = ChunkTask("DTR", 60.0, done.next_budget, done.task.end, max_runs=10)
-                runner.submit([rest], after=done)
-    finally:
-        runner.close()
+    ref, sha256, chunks, whole = three_chunks(SYNTHETIC)
+    runner = ChunkRunner(ref, sha256, workers=workers)
+    walked, places, fresh, slices = walk_in_slices(runner, chunks)
     assert slices > 2 * len(chunks) and fresh == len(chunks)
     assert walked == whole
-    assert all(len(ran_on) == 1 for ran_on in slots.values())  # one process each
+    assert all(len(ran_on) == 1 for ran_on in places.values())  # one process each
     if workers == 2:
-        assert set().union(*slots.values()) == {0, 1}  # and both processes busy
+        assert set().union(*places.values()) == {0, 1}  # and both processes busy
 
 
 def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:

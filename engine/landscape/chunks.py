@@ -61,7 +61,7 @@ class ChunkDone:
     host: str | None = None
     fresh_runs: int = 0
     resumed_runs: int = 0
-    slot: int | None = None  # which process of ChunkRunner's local pool ran it
+    slot: int | str | None = None  # where it ran: a local pool's slot, a Dask worker's address
 
 
 def walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
@@ -185,7 +185,7 @@ class ChunkRunner:
         self.workers = workers
         self.queue: list[ChunkTask] = []
         self._pools: list[ProcessPoolExecutor] = []
-        self._meant_for: dict[ChunkTask, int] = {}  # a chunk's rest -> the slot holding its walk
+        self._meant_for: dict[ChunkTask, int | str] = {}  # a chunk's rest -> where its walk is
         self._client: Any = None
         self._data: Any = None
         if scheduler:
@@ -214,7 +214,7 @@ class ChunkRunner:
         else:
             yield from self._local_pool()
 
-    def _take(self, slot: int, idle: Sequence[int]) -> ChunkTask | None:
+    def _take(self, slot: int | str, idle: Sequence[int | str]) -> ChunkTask | None:
         """The next task for an idle slot: the rest of the chunk it ran, else the first task
         not meant for another idle slot, else the first."""
         for rule in (
@@ -238,18 +238,21 @@ class ChunkRunner:
         running: dict[Future[ChunkDone], int] = {}
         try:
             while self.queue or running:
-                idle = [k for k in range(self.workers) if k not in running.values()]
+                idle: list[int | str] = [
+                    k for k in range(self.workers) if k not in running.values()
+                ]
                 # the slots with a chunk's rest meant for them choose first
                 idle.sort(key=lambda k: k not in self._meant_for.values())
                 for slot in idle:
                     task = self._take(slot, idle)
                     if task is not None:
+                        assert isinstance(slot, int)
                         running[self._pools[slot].submit(walk_chunk, self.trace, task)] = slot
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    slot = running.pop(future)
+                    ran_on = running.pop(future)
                     done = future.result()
-                    done.slot = slot
+                    done.slot = ran_on
                     yield done
         finally:
             for future in running:
@@ -264,25 +267,47 @@ class ChunkRunner:
             )
         running = as_completed([], loop=self._client.loop, with_results=True, raise_errors=False)
         tasks: dict[str, ChunkTask] = {}
+        pinned: dict[str, str | None] = {}  # future key -> the worker it was meant for
+
+        def submit(task: ChunkTask, worker: str | None) -> None:
+            future = self._client.submit(
+                walk_shipped_chunk,
+                task,
+                name=self.trace.name,
+                sha256=self.sha256,
+                data=self._data,
+                pure=False,
+                workers=None if worker is None else [worker],
+                allow_other_workers=worker is not None,
+            )
+            tasks[future.key] = task
+            pinned[future.key] = worker
+            running.add(future)
 
         def feed() -> None:
-            while self.queue and len(tasks) < 2 * self.workers:
-                task = self.queue.pop(0)
-                future = self._client.submit(
-                    walk_shipped_chunk,
-                    task,
-                    name=self.trace.name,
-                    sha256=self.sha256,
-                    data=self._data,
-                    pure=False,
-                )
-                tasks[future.key] = task
-                running.add(future)
+            # as many tasks as each worker has threads, each on its worker: a worker running
+            # one more queued task would drop the walk its last chunk left live
+            info = self._client.scheduler_info().get("workers", {})
+            threads = {a: max(1, int(w.get("nthreads") or 1)) for a, w in info.items()}
+            if not threads:  # none registered yet: the scheduler holds them until one is
+                while self.queue and len(tasks) < 2:
+                    submit(self.queue.pop(0), None)
+                return
+            self.workers = sum(threads.values())
+            busy = list(pinned.values())
+            free: list[int | str] = [a for a in threads for _ in range(threads[a] - busy.count(a))]
+            free.sort(key=lambda a: a not in self._meant_for.values())
+            for worker in free:
+                task = self._take(worker, free)
+                if task is not None:
+                    assert isinstance(worker, str)
+                    submit(task, worker)
 
         feed()
         try:
             for future, result in running:
                 task = tasks.pop(future.key)
+                pinned.pop(future.key, None)
                 if not isinstance(result, ChunkDone):
                     exc = result[1] if isinstance(result, tuple) else result
                     result = ChunkDone(task, error=f"{type(exc).__name__}: {exc}")
@@ -302,6 +327,10 @@ class ChunkRunner:
 
 def walk_shipped_chunk(task: ChunkTask, *, name: str, sha256: str, data: bytes) -> ChunkDone:
     """A Dask task: the trace arrives as bytes (scattered once), the chunk walks here."""
+    from distributed import get_worker
+
     from engine.landscape.distributed import _trace_on_worker
 
-    return walk_chunk(_trace_on_worker(name, sha256, data), task)
+    done = walk_chunk(_trace_on_worker(name, sha256, data), task)
+    done.slot = get_worker().address  # its walk is live here (`_live`): the rest comes back
+    return done
