@@ -153,11 +153,13 @@ def three_chunks(trace: str) -> tuple[Any, str, list[tuple[int, int]], dict[int,
 
 
 def walk_in_slices(
-    runner: Any, chunks: list[tuple[int, int]], runs: int = 10
-) -> tuple[dict[int, list[dict]], dict[int, set], int, int]:
+    runner: Any, chunks: list[tuple[int, int]], whole: dict[int, list[dict]], runs: int = 10
+) -> set:
     """Walk the chunks with a ChunkRunner in slices of `runs` runs, each slice's rest
-    submitted as a walk submits it: (records by chunk start, where each chunk's slices ran,
-    fresh runs, slices)."""
+    submitted as a walk submits it, and check that the rest continued where its walk was
+    live: every chunk began with one fresh run and no later slice did, each chunk's slices ran
+    in one place, and the records are those of each chunk walked whole (`whole`). Returns the
+    places (local slots or Dask workers) the chunks ran in."""
     from engine.landscape.chunks import ChunkTask
 
     runner.submit([ChunkTask("DTR", 60.0, a, b, max_runs=runs) for a, b in chunks])
@@ -177,4 +179,7 @@ def walk_in_slices(
                 runner.submit([rest], after=done)
     finally:
         runner.close()
-    return walked, places, fresh, slices
+    assert slices > 2 * len(chunks) and fresh == len(chunks)
+    assert walked == whole
+    assert all(len(ran_in) == 1 for ran_in in places.values()), places
+    return set().union(*places.values())

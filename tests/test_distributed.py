@@ -187,12 +187,8 @@ def test_the_rest_of_a_chunk_continues_on_the_dask_worker_that_ran_it(
     monkeypatch.setenv("DTR_LANDSCAPE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DTR_LANDSCAPE_TRACES", "")
     ref, sha256, chunks, whole = three_chunks(SYNTHETIC)
-    runner = ChunkRunner(ref, sha256, scheduler=address)
-    walked, places, fresh, slices = walk_in_slices(runner, chunks)
-    assert slices > 2 * len(chunks) and fresh == len(chunks)
-    assert walked == whole
-    assert all(len(ran_on) == 1 for ran_on in places.values())  # one worker each
-    assert len(set().union(*places.values())) == 2  # and both busy
+    used = walk_in_slices(ChunkRunner(ref, sha256, scheduler=address), chunks, whole)
+    assert len(used) == 2 and all(str(place).startswith("tcp://127.0.0.1:") for place in used)
 
 
 def test_a_reports_hole_edges_checked_on_a_dask_cluster(
