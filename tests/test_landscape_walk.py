@@ -54,6 +54,11 @@ def test_walk_classifies_every_byte_and_stores_it(tmp_path: Path, env: dict[str,
     assert walk["coverage"] == 1.0 and walk["bytes_certified"] == walk["bytes_asked"]
     assert walk["complete"] and walk["stopped_at"] is None and walk["certified"]
     assert walk["runs_executed"] == len(intervals) and walk["runs_reused"] == 0
+    assert walk["runs_from_scratch"] == 1  # one chunk, each slice resuming the one before
+    said = cli("landscape", SYNTHETIC, "--from", FROM, "--to", TO, "--db", str(db), env=env)
+    assert said.returncode == 0 and said.stderr.splitlines()[-1].startswith(
+        "walk synthetic-mlp 100.00% of the bytes | 0 runs (0 from scratch) | "
+    )  # the progress line, again over the stored walk
 
     store = Store.open(db)
     runs = store.query("SELECT * FROM runs WHERE walk_id = ?", [walk["walk_id"]])
@@ -225,6 +230,8 @@ def test_a_walk_in_parallel_chunks_equals_one_in_order(tmp_path: Path, env: dict
     )
     assert len(one["intervals"]) > 500
     assert _outcomes(one) == _outcomes(two)
+    # one process began one run from scratch; two began one per chunk they were given
+    assert one["runs_from_scratch"] == 1 and two["runs_from_scratch"] >= 2
     assert two["complete"] and two["coverage"] == 1.0
     stored = Store.open(tmp_path / "b.duckdb").query("SELECT same_lo, same_hi FROM runs")
     assert len(stored) == two["runs_executed"] == len(two["intervals"])  # no seam stored twice

@@ -229,6 +229,7 @@ def walk_landscape(
                     f"walk chunk {done.task.start:,}..{done.task.end:,} failed on "
                     f"{done.host or 'a worker'}: {done.error}"
                 )
+            meter.from_scratch += done.fresh_runs
             for timed in done.runs:
                 record = timed.record
                 same = record["same_execution"]
@@ -308,6 +309,9 @@ def walk_landscape(
         "to_budget": end,
         "intervals": steps,
         "runs_executed": writer.executed,
+        # runs begun from operator 1 (each chunk's first), the others resumed from the run
+        # before: what the walk could not share (a parallel walk's seams may count twice)
+        "runs_from_scratch": meter.from_scratch,
         "runs_reused": sum(1 for s in steps if s["reused"]),
         "bytes_certified": done_bytes,
         "bytes_asked": end - start + 1,
@@ -354,7 +358,8 @@ def _chain(
 
 
 class _WalkProgress:
-    """A progress line on stderr for long walks: share of the bytes certified, runs, rate."""
+    """A progress line on stderr for long walks: share of the bytes certified, runs (and how
+    many began from scratch), rate."""
 
     def __init__(
         self, name: str, start: int, end: int, known: list[Interval], stream: TextIO | None
@@ -362,6 +367,7 @@ class _WalkProgress:
         self.name, self.start, self.end, self.stream = name, start, end, stream
         self.bytes = certified_bytes(known, start, end)
         self.runs = 0
+        self.from_scratch = 0  # runs begun from operator 1 (the others resumed)
         self.began = self.shown = time.monotonic()
 
     def add(self, interval: Interval) -> None:
@@ -376,7 +382,8 @@ class _WalkProgress:
         elapsed = max(self.shown - self.began, 1e-9)
         share = 100 * self.bytes / (self.end - self.start + 1)
         self.stream.write(
-            f"walk {self.name} {share:.2f}% of the bytes | {self.runs} runs | "
+            f"walk {self.name} {share:.2f}% of the bytes | {self.runs} runs "
+            f"({self.from_scratch} from scratch) | "
             f"{self.runs / elapsed:.1f} runs/s | {elapsed:.0f} s\n"
         )
         self.stream.flush()
