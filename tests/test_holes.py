@@ -451,14 +451,14 @@ def test_update_puts_a_stores_traces_into_a_report(tmp_path: Path) -> None:
         (
             ["--policy", "LRU"],
             None,
-            f"{report}: its runs are policy DTR, cap 60; the store's asked for are policy LRU, "
-            "cap 60 (--policy, --cap)",
+            f"{report}: its runs are policy DTR, cap 60; the runs asked of the store are "
+            "policy LRU, cap 60 (--policy, --cap)",
         ),
         (
             ["--cap", "30"],
             None,
-            f"{report}: its runs are policy DTR, cap 60; the store's asked for are policy DTR, "
-            "cap 30 (--policy, --cap)",
+            f"{report}: its runs are policy DTR, cap 60; the runs asked of the store are "
+            "policy DTR, cap 30 (--policy, --cap)",
         ),
         (
             [],

@@ -219,7 +219,7 @@ def merged_report(published: Report, stored: dict[str, Any]) -> tuple[dict[str, 
     if (published.policy, float(published.cap)) != (stored["policy"], float(stored["cap"])):
         raise ValueError(
             f"{where}: its runs are policy {published.policy}, cap {float(published.cap):g}; "
-            f"the store's asked for are {ours} (--policy, --cap)"
+            f"the runs asked of the store are {ours} (--policy, --cap)"
         )
     if not stored["traces"]:
         raise ValueError(f"the store holds no runs of {ours}: nothing to put in {where}")
