@@ -481,6 +481,56 @@ def test_walks_in_pieces_on_other_stores_import_into_one_landscape(tmp_path: Pat
     assert stored["n"][0] == 0 and stored["runs"][0] == counts[0]
 
 
+def test_a_walk_carried_over_stores_travels_in_parts(tmp_path: Path) -> None:
+    """A walk stopped on one store is exported; its runs go on to a second store, whose walk
+    goes on from them; `export --except` the first part writes only the runs walked since, and
+    the parts, imported together in one call, give the landscape the second store holds. A bad
+    file among those imported stores nothing of any."""
+    env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    first = _walk_and_export(tmp_path, "first", 0.398, 0.411, env)
+    second = tmp_path / "second" / "landscape.duckdb"
+    cli_json("import-records", str(first), "--db", str(second), env=env)
+    walked = ("landscape", "synthetic-mlp", "--from", "0.398", "--to", "0.425", "--json")
+    assert cli_json(*walked, "--db", str(second), env=env)["runs_executed"] > 0
+    part = tmp_path / "part-2.parquet"
+    done = cli_json("export", "--parquet", str(part), "--except", str(first), "--db", str(second))
+    first_ids = set(pq.read_table(first).column("run_id").to_pylist())
+    part_ids = set(pq.read_table(part).column("run_id").to_pylist())
+    assert done["rows"] == len(part_ids) > 0 and not part_ids & first_ids
+    assert first_ids | part_ids == set(
+        Store.open(second).query("SELECT run_id FROM runs")["run_id"]
+    )
+
+    joined = tmp_path / "joined" / "landscape.duckdb"
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(_set(pq.read_table(part), "status", 0, "exploded"), bad)
+    refused = cli("import-records", str(first), str(bad), "--db", str(joined), env=env)
+    assert refused.returncode == 2 and f"{bad}: row 1: status" in refused.stderr, refused.stderr
+    assert Store.open(joined).stats()["runs"] == 0
+    done = cli("import-records", str(first), str(part), "--db", str(joined), env=env)
+    summaries = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(s["file"], s["imported"]) for s in summaries] == [
+        (str(first), len(first_ids)),
+        (str(part), len(part_ids)),
+    ]
+
+    def holes(db: Path) -> list[dict]:
+        (entry,) = cli_json("holes", "--all", "--db", str(db), "--json", env=env)["traces"]
+        return [entry["holes"], entry["certified"], entry["executions"]]
+
+    assert holes(joined) == holes(second)
+    # an --except names an earlier runs export, of runs only
+    for args, words in [
+        (["--except", str(tmp_path / "missing.parquet")], "missing.parquet: cannot read"),
+        (["--except", str(REPO / "README.md")], "README.md: not a runs export"),
+        (["--table", "walks", "--except", str(first)], "--except: leaves runs out, not walks"),
+    ]:
+        out = tmp_path / "out.parquet"
+        refused = cli("export", "--parquet", str(out), *args, "--db", str(second), env=env)
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr
+        assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("spoil", "message"),
     [

@@ -1,10 +1,10 @@
 """`dtr-landscape import-traces | import-records | export`: data into and out of the store.
 
     dtr-landscape import-traces DIR|logs.zip [--db PATH]
-    dtr-landscape import-records FILE [--format evidence|pareto|runs] [--source TAG] [--traces DIR]
-                  [--db PATH]
+    dtr-landscape import-records FILE [FILE ...] [--format evidence|pareto|runs] [--source TAG]
+                  [--traces DIR] [--db PATH]
     dtr-landscape export [--table runs|intervals|traces|walks] (--csv FILE | --parquet FILE)
-                  [--trace T] [--db PATH]
+                  [--trace T] [--except EXPORT ...] [--db PATH]
 
 The work is done in engine/landscape/importers.py.
 """
@@ -32,7 +32,9 @@ def register(sub: Any) -> dict[str, Handler]:
         help="import runs: the paper's evidence CSV, simrd's pareto JSON, or this tool's "
         "runs export (Parquet, from another store)",
     )
-    records.add_argument("file", metavar="FILE")
+    records.add_argument(
+        "files", metavar="FILE", nargs="+", help="one or more; all are checked before any is stored"
+    )
     records.add_argument(
         "--format", choices=("evidence", "pareto", "runs"), help="default: by suffix and content"
     )
@@ -46,6 +48,15 @@ def register(sub: Any) -> dict[str, Handler]:
     target.add_argument("--csv", metavar="FILE")
     target.add_argument("--parquet", metavar="FILE")
     export.add_argument("--trace", metavar="T", help="only this trace (name or SHA-256)")
+    export.add_argument(
+        "--except",
+        dest="except_files",
+        metavar="EXPORT",
+        action="append",
+        default=[],
+        help="runs only: leave out the runs of this earlier runs export (repeatable), so that a "
+        "walk carried on over several stores is exported in parts",
+    )
     export.add_argument("--db", metavar="PATH", help="the DuckDB store")
     return {
         "import-traces": _cmd_import_traces,
@@ -64,8 +75,11 @@ def _cmd_import_traces(args: argparse.Namespace) -> int:
 def _cmd_import_records(args: argparse.Namespace) -> int:
     from engine.landscape.store import Store
 
-    summary = import_records(Store.open(args.db), args.file, args.format, args.source, args.traces)
-    print(json.dumps(summary))
+    summaries = import_records(
+        Store.open(args.db), args.files, args.format, args.source, args.traces
+    )
+    for summary in summaries:
+        print(json.dumps(summary))
     return 0
 
 
@@ -76,6 +90,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     suffix = option.removeprefix("--")
     if Path(target).suffix.lower() != f".{suffix}":
         raise ValueError(f"{option} {target}: the file name must end in .{suffix}")
-    rows = export_table(Store.existing(args.db), target, args.table, args.trace)
+    rows = export_table(Store.existing(args.db), target, args.table, args.trace, args.except_files)
     print(json.dumps({"table": args.table, "format": suffix, "path": target, "rows": rows}))
     return 0

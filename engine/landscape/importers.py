@@ -1,16 +1,16 @@
 """Bringing outside data into the store, and tables out of it.
 
     dtr-landscape import-traces DIR|logs.zip [--db PATH]
-    dtr-landscape import-records FILE [--format evidence|pareto] [--source TAG] [--traces DIR]
-                  [--db PATH]
+    dtr-landscape import-records FILE [FILE ...] [--format evidence|pareto|runs] [--source TAG]
+                  [--traces DIR] [--db PATH]
     dtr-landscape export [--table runs|intervals|traces|walks] (--csv FILE | --parquet FILE)
-                  [--trace T] [--db PATH]
+                  [--trace T] [--except EXPORT ...] [--db PATH]
 
 Imports are all-or-nothing: every input is checked first, then the new rows are published as
 ONE store part (a part is either absent or complete), so a rejected input leaves the store as
 it was. Identities make them idempotent: a trace is its content's SHA-256, an imported run's id
 is derived from its file's content (engine/landscape/record_files.py), and what is already in
-the store is skipped. Each command prints a one-line JSON summary.
+the store is skipped. Each command prints a one-line JSON summary (import-records, one per file).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import os
 import uuid
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -229,17 +230,58 @@ def known_traces(store: Store, traces: str | None = None) -> dict[str, TraceInfo
 
 def import_records(
     store: Store,
-    file: str | os.PathLike[str],
+    files: Sequence[str | os.PathLike[str]],
     fmt: str | None = None,
     source: str | None = None,
     traces: str | None = None,
-) -> dict[str, Any]:
-    """Import a record file's runs; rows whose run id the store has are skipped. A runs export
-    of this tool (`export --parquet`) keeps its runs' own sources unless `source` is given."""
+) -> list[dict[str, Any]]:
+    """Import record files' runs, one summary each; rows whose run id the store has (or an
+    earlier file of the same call) are skipped. Every file is read and checked before any row
+    is stored, and all their new rows go in as one part: a bad file stores nothing of any.
+    A runs export of this tool (`export --parquet`) keeps its runs' own sources unless `source`
+    is given."""
+    read = [_read_record_file(store, Path(file), fmt, source, traces) for file in files]
+    ids = [row["run_id"] for _, _, _, rows in read for row in rows]
+    have = set(
+        # a semi-join, not list_contains: a walk's export holds 10^5 runs, and so may the store
+        store.query("SELECT run_id FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids])[
+            "run_id"
+        ]
+    )
+    summaries, new = [], []
+    for path, file_fmt, tag, rows in read:
+        fresh = []
+        for row in rows:
+            if row["run_id"] not in have:
+                have.add(row["run_id"])
+                fresh.append(row)
+        new += fresh
+        statuses: dict[str, int] = {}
+        for row in rows:
+            statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+        summaries.append(
+            {
+                "file": str(path),
+                "format": file_fmt,
+                "source": tag,
+                "rows": len(rows),
+                "imported": len(fresh),
+                "already_imported": len(rows) - len(fresh),
+                "excluded": sum(1 for r in rows if (r["stage"] or "").startswith(EXCLUDED_PREFIX)),
+                "statuses": statuses,
+            }
+        )
+    store.add_rows("runs", new)  # one part: all of the files' new runs or none
+    return summaries
+
+
+def _read_record_file(
+    store: Store, path: Path, fmt: str | None, source: str | None, traces: str | None
+) -> tuple[Path, str, str, list[dict[str, Any]]]:
+    """One record file's rows, checked: (path, format, source tag, rows)."""
     # here, not at the top: Arrow would load with every command's parser (tests/test_layers.py)
     from engine.landscape.runs_file import is_parquet, is_runs_csv, read_runs
 
-    path = Path(file)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -268,27 +310,7 @@ def import_records(
             check_run_id(row["run_id"])
         except RunIdError as exc:
             raise RecordFileError(f"{path}: run_id: {exc}") from None
-    ids = [row["run_id"] for row in rows]
-    have = set(
-        store.query("SELECT run_id FROM runs WHERE list_contains(?::VARCHAR[], run_id)", [ids])[
-            "run_id"
-        ]
-    )
-    new = [row for row in rows if row["run_id"] not in have]
-    store.add_rows("runs", new)  # one part: all of the file's new runs or none
-    statuses: dict[str, int] = {}
-    for row in rows:
-        statuses[row["status"]] = statuses.get(row["status"], 0) + 1
-    return {
-        "file": str(path),
-        "format": fmt,
-        "source": tag,
-        "rows": len(rows),
-        "imported": len(new),
-        "already_imported": len(rows) - len(new),
-        "excluded": sum(1 for r in rows if (r["stage"] or "").startswith(EXCLUDED_PREFIX)),
-        "statuses": statuses,
-    }
+    return path, fmt, tag, rows
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -309,11 +331,41 @@ def intervals(store: Store, trace: str | None = None) -> pd.DataFrame:
 
 
 def export_table(
-    store: Store, target: str | os.PathLike[str], table: str = "runs", trace: str | None = None
+    store: Store,
+    target: str | os.PathLike[str],
+    table: str = "runs",
+    trace: str | None = None,
+    except_files: Sequence[str | os.PathLike[str]] = (),
 ) -> int:
     """Write a table (optionally one trace's rows) to CSV or Parquet, by the target's suffix,
-    atomically; returns the row count."""
+    atomically; returns the row count. `except_files`, earlier runs exports, leave their runs
+    out: a walk's runs carried from store to store travel as parts, each only what is new."""
     path = Path(target)
     if not path.parent.is_dir():
         raise ValueError(f"{path}: folder {path.parent} does not exist")
-    return store.export_query(path, *_export_sql(table, trace))
+    sql, trace_params = _export_sql(table, trace)
+    params: list[Any] = list(trace_params)
+    if except_files:
+        if table != "runs":
+            raise ValueError(f"--except: leaves runs out, not {table} (use it with --table runs)")
+        known = [row["run_id"] for file in except_files for row in _read_runs_export(Path(file))]
+        # the WHERE of the runs query, extended; a semi-join keeps 10^5 ids cheap
+        keep = "run_id NOT IN (SELECT unnest(?::VARCHAR[]))"
+        where = (
+            f" WHERE {_TRACE_FILTER[table]} AND {keep}" if trace is not None else f" WHERE {keep}"
+        )
+        sql, params = _EXPORT_SQL[table].format(where=where), [*params, known]
+    return store.export_query(path, sql, params)
+
+
+def _read_runs_export(path: Path) -> list[dict[str, Any]]:
+    """The runs of an earlier `export --parquet`, checked as an import checks them."""
+    from engine.landscape.runs_file import is_parquet, read_runs
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordFileError(f"{path}: cannot read ({exc.strerror})") from None
+    if not is_parquet(data):
+        raise RecordFileError(f"{path}: not a runs export (`export --parquet` writes Parquet)")
+    return read_runs(str(path), data)
