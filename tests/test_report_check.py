@@ -335,3 +335,35 @@ def test_a_published_entry_is_what_its_exported_runs_say(
     ours = cli_json("holes", "--all", "--json", "--db", db)["traces"]
     published = json.loads(PUBLISHED.read_text())["traces"]
     assert ours == [t for t in published if t["trace"] == trace]
+
+
+def test_a_walk_in_parts_agrees_with_the_report_where_both_certify(tmp_path: Path) -> None:
+    """InceptionV4's walk travels in parts (docs/runs/inceptionv4/, each `export --except` the
+    ones before): imported in one call they hold no run twice and no two intervals that
+    disagree, and wherever both the parts and the report's entry (an earlier store's) certify
+    the bytes around a hole, the hole is in both, byte for byte, with the same failing
+    executions."""
+    parts = sorted((RUNS / "inceptionv4").glob("part-*.parquet"))
+    assert len(parts) >= 2
+    db = str(tmp_path / "store" / "landscape.duckdb")
+    done = cli("import-records", *map(str, parts), "--db", db)
+    assert done.returncode == 0, done.stderr
+    summaries = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [s["already_imported"] for s in summaries] == [0] * len(parts)
+    (ours,) = cli_json("holes", "--all", "--json", "--db", db)["traces"]
+    (report,) = [t for t in _published()["traces"] if t["trace"] == "inceptionv4"]
+    assert ours["conflicting_intervals"] == 0 and ours["trace_sha256"] == report["trace_sha256"]
+
+    def holes(entry: dict[str, Any]) -> set[tuple[int, int, int]]:
+        found = list(entry["published"]["holes_not_in_paper"])
+        for region in entry["published"]["regions"]:
+            found += region["exact_holes"]
+        return {(h["first_fail_byte"], h["last_fail_byte"], h["intervals"]) for h in found}
+
+    def certifies(entry: dict[str, Any], hole: tuple[int, int, int]) -> bool:
+        return any(
+            c["from_budget"] < hole[0] and hole[1] < c["to_budget"] for c in entry["certified"]
+        )
+
+    both = {h for h in holes(report) | holes(ours) if certifies(report, h) and certifies(ours, h)}
+    assert both and both <= holes(report) and both <= holes(ours)
