@@ -522,7 +522,7 @@ def test_a_walk_carried_over_stores_travels_in_parts(tmp_path: Path) -> None:
     # an --except names an earlier runs export, of runs only
     for args, words in [
         (["--except", str(tmp_path / "missing.parquet")], "missing.parquet: cannot read"),
-        (["--except", str(REPO / "README.md")], "README.md: not a runs export"),
+        (["--except", str(REPO / "README.md")], "README.md: not a Parquet file that can be read"),
         (["--table", "walks", "--except", str(first)], "--except: leaves runs out, not walks"),
     ]:
         out = tmp_path / "out.parquet"

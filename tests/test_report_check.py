@@ -355,10 +355,7 @@ def test_a_walk_in_parts_agrees_with_the_report_where_both_certify(tmp_path: Pat
     assert ours["conflicting_intervals"] == 0 and ours["trace_sha256"] == report["trace_sha256"]
 
     def holes(entry: dict[str, Any]) -> set[tuple[int, int, int]]:
-        found = list(entry["published"]["holes_not_in_paper"])
-        for region in entry["published"]["regions"]:
-            found += region["exact_holes"]
-        return {(h["first_fail_byte"], h["last_fail_byte"], h["intervals"]) for h in found}
+        return {(h["first_fail_byte"], h["last_fail_byte"], h["intervals"]) for h in entry["holes"]}
 
     def certifies(entry: dict[str, Any], hole: tuple[int, int, int]) -> bool:
         return any(

@@ -348,7 +348,11 @@ def export_table(
     if except_files:
         if table != "runs":
             raise ValueError(f"--except: leaves runs out, not {table} (use it with --table runs)")
-        known = [row["run_id"] for file in except_files for row in _read_runs_export(Path(file))]
+        # read and checked as an import reads a runs export
+        exports = [
+            _read_record_file(store, Path(file), "runs", None, None) for file in except_files
+        ]
+        known = [row["run_id"] for *_, rows in exports for row in rows]
         # the WHERE of the runs query, extended; a semi-join keeps 10^5 ids cheap
         keep = "run_id NOT IN (SELECT unnest(?::VARCHAR[]))"
         where = (
@@ -356,16 +360,3 @@ def export_table(
         )
         sql, params = _EXPORT_SQL[table].format(where=where), [*params, known]
     return store.export_query(path, sql, params)
-
-
-def _read_runs_export(path: Path) -> list[dict[str, Any]]:
-    """The runs of an earlier `export --parquet`, checked as an import checks them."""
-    from engine.landscape.runs_file import is_parquet, read_runs
-
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecordFileError(f"{path}: cannot read ({exc.strerror})") from None
-    if not is_parquet(data):
-        raise RecordFileError(f"{path}: not a runs export (`export --parquet` writes Parquet)")
-    return read_runs(str(path), data)
