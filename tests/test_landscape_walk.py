@@ -304,6 +304,63 @@ def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str,
     assert resumed["complete"] and resumed["runs_reused"] >= ran
 
 
+def test_a_second_walk_over_a_running_walks_budgets_is_refused(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A walk running on a store (here stopped with SIGSTOP: still alive, holding its claim)
+    keeps a second walk off its budgets: refused in one line, exit 2, nothing stored. Another
+    stretch of the trace, or the same one under another policy, walks beside it; once the
+    first walk is killed, its claim goes with it and the refused command walks."""
+    db = tmp_path / "claimed.duckdb"
+    proc, _ = _walk_in_progress(db, env)
+    try:
+        proc.send_signal(signal.SIGSTOP)
+        store = Store.open(db)
+        before = int(store.query("SELECT count(*) AS n FROM runs")["n"][0])
+        overlapping = ("landscape", SYNTHETIC, "--from", "0.44", "--to", "0.46")
+        refused = cli(*overlapping, "--policy", "DTREqClass", "--db", str(db), env=env)
+        assert refused.returncode == 2, refused.stderr
+        (line,) = refused.stderr.splitlines()
+        assert f"a walk of {SYNTHETIC} (DTREqClass, cap 60 s) is running on this store" in line
+        assert f"process {proc.pid} " in line and "stop it (SIGTERM keeps what it ran)" in line
+        assert int(store.query("SELECT count(*) AS n FROM runs")["n"][0]) == before
+        assert len(store.query("SELECT * FROM walks")) == 0  # the refused walk left no row
+        beside = ("landscape", SYNTHETIC, "--from", "0.46", "--to", "0.47", "--json")
+        elsewhere = cli_json(*beside, "--policy", "DTREqClass", "--db", str(db), env=env)
+        assert elsewhere["complete"] and elsewhere["runs_executed"] > 0
+        other_policy = cli_json(*overlapping, "--json", "--db", str(db), env=env)
+        assert other_policy["complete"] and other_policy["runs_executed"] > 0
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    walked = cli_json(*overlapping, "--policy", "DTREqClass", "--json", "--db", str(db), env=env)
+    assert walked["complete"] and walked["runs_executed"] > 0
+    assert list((tmp_path / "claimed.duckdb.walking").glob("*.json")) == []
+
+
+def test_claims_conflict_only_on_shared_budgets_of_one_trace_policy_and_cap(
+    tmp_path: Path,
+) -> None:
+    from engine.landscape.walk_claims import WalkOverlap, claimed, new_claim
+
+    path = tmp_path / "s.duckdb"
+    first = new_claim("a" * 32, "t", "sha", "DTR", 60, [(100, 200), (300, 400)])
+    with claimed(path, first):
+        for gaps, policy, cap in (([(201, 299)], "DTR", 60), ([(150, 160)], "LRU", 60)):
+            with claimed(path, new_claim("b" * 32, "t", "sha", policy, cap, gaps)):
+                pass
+        with claimed(path, new_claim("c" * 32, "t", "sha", "DTR", 30, [(150, 160)])):
+            pass
+        late = new_claim("d" * 32, "t", "sha", "DTR", 60, [(250, 420)])
+        with pytest.raises(WalkOverlap, match=r"over budgets 300\.\.400 "), claimed(path, late):
+            pass
+    with claimed(path, new_claim("d" * 32, "t", "sha", "DTR", 60, [(250, 420)])):
+        pass  # the first claim ended with its walk
+
+
 def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

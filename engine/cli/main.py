@@ -225,9 +225,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as exc:  # a missing reference simulator and the like: one line, no traceback
         from engine.landscape.store import StoreError
+        from engine.landscape.walk_claims import WalkOverlap
         from engine.sim.reference import ReferenceUnavailable
 
-        if isinstance(exc, ReferenceUnavailable | StoreError):
+        if isinstance(exc, ReferenceUnavailable | StoreError | WalkOverlap):
             print(f"{PROG}: error: {exc}", file=sys.stderr)
             return 2
         raise

@@ -37,6 +37,7 @@ from engine.landscape.intervals import (
     distinct_intervals,
     interval_from_row,
 )
+from engine.landscape.walk_claims import claimed, new_claim
 from engine.sim.policies import Policy, make_policy
 from engine.sim.simulate import DEFAULT_CAP, load, run_point
 
@@ -197,128 +198,140 @@ def walk_landscape(
     found: dict[tuple[int, int | None], Interval] = {(i.lo, i.hi): i for i in known}
     new_ids: set[str] = set()
     gaps = uncovered(known, start, end)
-    parallel = max_runs is None and (scheduler is not None or workers > 1)
     assert program.sha256
-    runner = ChunkRunner(
-        ref,
-        program.sha256,
-        workers=workers if parallel else 1,
-        scheduler=(scheduler if parallel else None),
-    )
-    pieces = 4 * runner.workers if parallel else 1
-    limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
-    # Parallel chunks report often so that idle workers get work soon (a dense band is split
-    # only when its chunk reports); but a chunk that continues on another worker starts with
-    # a fresh run, so a slice lasts at least RESTART_SLICES fresh runs (seen so far) of this
-    # trace, and at least PARALLEL_SLICE_S.
-    seconds = PARALLEL_SLICE_S if parallel else IN_PROCESS_SLICE_S
-    restart_s = 0.0
-    runner.submit(
-        [
-            ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=seconds)
-            for ga, gb in gaps
-            for a, b in split(ga, gb, pieces)
-        ]
-    )
-    writer = RunWriter(store, walk_id, "walk", cap)
-    meter = _WalkProgress(ref.name, start, end, known, progress)
-    try:
-        for done in runner.results():
-            if done.error is not None:
-                raise RuntimeError(
-                    f"walk chunk {done.task.start:,}..{done.task.end:,} failed on "
-                    f"{done.host or 'a worker'}: {done.error}"
-                )
-            meter.from_scratch += done.fresh_runs
-            for timed in done.runs:
-                record = timed.record
-                same = record["same_execution"]
-                if (same["lo"], same["hi"]) in found:
-                    continue  # a seam: the neighbouring chunk ran this execution already
-                interval = Interval(
-                    same["lo"], same["hi"], record["status"], record["overhead"], record["run_id"]
-                )
-                found[(interval.lo, interval.hi)] = interval
-                new_ids.add(interval.run_id or "")
-                writer.add(record, timed.started_at, timed.ended_at)
-                meter.add(interval)
-                if max_runs is not None and writer.executed >= max_runs:
-                    break
-            if max_runs is not None and writer.executed >= max_runs:
-                runner.queue.clear()
-                break
-            if done.fresh_runs and done.runs:
-                restart_s = max(restart_s, float(done.runs[0].record["wall_s"] or 0.0))
-            if parallel:
-                seconds = min(CHUNK_SECONDS, max(PARALLEL_SLICE_S, RESTART_SLICES * restart_s))
-            if done.next_budget is not None:
-                left = (
-                    CHUNK_RUNS if max_runs is None else min(CHUNK_RUNS, max_runs - writer.executed)
-                )
-                # The rest of the chunk, cut in two when a worker would otherwise sit idle
-                rest = (
-                    rest_split(done)
-                    if parallel and not runner.queue
-                    else [(done.next_budget, done.task.end)]
-                )
-                runner.submit(
-                    [
-                        ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
-                        for a, b in rest
-                    ],
-                    after=done,  # first, where its walk is live (ChunkRunner)
-                )
-    except BaseException:
-        # interrupted: what was run is kept, and the walk says how far it certainly got
-        writer.flush()
-        steps, stopped_at = _chain(found, new_ids, start, end)
-        reached = None if not (certified and steps) else min(end, (stopped_at or end + 1) - 1)
-        store.add_walk(
-            **row, ended_at=datetime.now(), reached=reached, complete=False, runs=writer.executed
+    claim = new_claim(walk_id, ref.name, program.sha256, spec, cap, gaps)
+    with claimed(store.path, claim):  # refused if a running walk is on these budgets
+        parallel = max_runs is None and (scheduler is not None or workers > 1)
+        runner = ChunkRunner(
+            ref,
+            program.sha256,
+            workers=workers if parallel else 1,
+            scheduler=(scheduler if parallel else None),
         )
-        raise
-    finally:
-        runner.close()
-        meter.close()
-    writer.flush()
-    if writer.parts:
-        store.compact()
-    steps, stopped_at = _chain(found, new_ids, start, end)
-    if not certified:  # a budget between two runs' budgets may have decided differently
-        stopped_at = start
-    intervals = [Interval(s["lo"], s["hi"], s["status"]) for s in steps]
-    done_bytes = certified_bytes(intervals, start, end) if certified else 0
-    reached = None
-    if certified and steps:
-        reached = end if stopped_at is None else stopped_at - 1
-    complete = certified and stopped_at is None
-    store.add_walk(
-        **{**row, "ended_at": datetime.now()},
-        reached=reached,
-        complete=complete,
-        runs=writer.executed,
-    )
-    return {
-        "trace": ref.name,
-        "trace_sha256": program.sha256,
-        "policy": spec,
-        "cap": cap,
-        "walk_id": walk_id,
-        "certified": certified,
-        "from_budget": start,
-        "to_budget": end,
-        "intervals": steps,
-        "runs_executed": writer.executed,
-        # runs begun from operator 1 (each chunk's first), the others resumed from the run
-        # before: what the walk could not share (a parallel walk's seams may count twice)
-        "runs_from_scratch": meter.from_scratch,
-        "runs_reused": sum(1 for s in steps if s["reused"]),
-        "bytes_certified": done_bytes,
-        "bytes_asked": end - start + 1,
-        "coverage": done_bytes / (end - start + 1),
-        "complete": complete,
-        "stopped_at": stopped_at,
-    }
+        pieces = 4 * runner.workers if parallel else 1
+        limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
+        # Parallel chunks report often so that idle workers get work soon (a dense band is split
+        # only when its chunk reports); but a chunk that continues on another worker starts with
+        # a fresh run, so a slice lasts at least RESTART_SLICES fresh runs (seen so far) of this
+        # trace, and at least PARALLEL_SLICE_S.
+        seconds = PARALLEL_SLICE_S if parallel else IN_PROCESS_SLICE_S
+        restart_s = 0.0
+        runner.submit(
+            [
+                ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=seconds)
+                for ga, gb in gaps
+                for a, b in split(ga, gb, pieces)
+            ]
+        )
+        writer = RunWriter(store, walk_id, "walk", cap)
+        meter = _WalkProgress(ref.name, start, end, known, progress)
+        try:
+            for done in runner.results():
+                if done.error is not None:
+                    raise RuntimeError(
+                        f"walk chunk {done.task.start:,}..{done.task.end:,} failed on "
+                        f"{done.host or 'a worker'}: {done.error}"
+                    )
+                meter.from_scratch += done.fresh_runs
+                for timed in done.runs:
+                    record = timed.record
+                    same = record["same_execution"]
+                    if (same["lo"], same["hi"]) in found:
+                        continue  # a seam: the neighbouring chunk ran this execution already
+                    interval = Interval(
+                        same["lo"],
+                        same["hi"],
+                        record["status"],
+                        record["overhead"],
+                        record["run_id"],
+                    )
+                    found[(interval.lo, interval.hi)] = interval
+                    new_ids.add(interval.run_id or "")
+                    writer.add(record, timed.started_at, timed.ended_at)
+                    meter.add(interval)
+                    if max_runs is not None and writer.executed >= max_runs:
+                        break
+                if max_runs is not None and writer.executed >= max_runs:
+                    runner.queue.clear()
+                    break
+                if done.fresh_runs and done.runs:
+                    restart_s = max(restart_s, float(done.runs[0].record["wall_s"] or 0.0))
+                if parallel:
+                    seconds = min(CHUNK_SECONDS, max(PARALLEL_SLICE_S, RESTART_SLICES * restart_s))
+                if done.next_budget is not None:
+                    left = (
+                        CHUNK_RUNS
+                        if max_runs is None
+                        else min(CHUNK_RUNS, max_runs - writer.executed)
+                    )
+                    # The rest of the chunk, cut in two when a worker would otherwise sit idle
+                    rest = (
+                        rest_split(done)
+                        if parallel and not runner.queue
+                        else [(done.next_budget, done.task.end)]
+                    )
+                    runner.submit(
+                        [
+                            ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
+                            for a, b in rest
+                        ],
+                        after=done,  # first, where its walk is live (ChunkRunner)
+                    )
+        except BaseException:
+            # interrupted: what was run is kept, and the walk says how far it certainly got
+            writer.flush()
+            steps, stopped_at = _chain(found, new_ids, start, end)
+            reached = None if not (certified and steps) else min(end, (stopped_at or end + 1) - 1)
+            store.add_walk(
+                **row,
+                ended_at=datetime.now(),
+                reached=reached,
+                complete=False,
+                runs=writer.executed,
+            )
+            raise
+        finally:
+            runner.close()
+            meter.close()
+        writer.flush()
+        if writer.parts:
+            store.compact()
+        steps, stopped_at = _chain(found, new_ids, start, end)
+        if not certified:  # a budget between two runs' budgets may have decided differently
+            stopped_at = start
+        intervals = [Interval(s["lo"], s["hi"], s["status"]) for s in steps]
+        done_bytes = certified_bytes(intervals, start, end) if certified else 0
+        reached = None
+        if certified and steps:
+            reached = end if stopped_at is None else stopped_at - 1
+        complete = certified and stopped_at is None
+        store.add_walk(
+            **{**row, "ended_at": datetime.now()},
+            reached=reached,
+            complete=complete,
+            runs=writer.executed,
+        )
+        return {
+            "trace": ref.name,
+            "trace_sha256": program.sha256,
+            "policy": spec,
+            "cap": cap,
+            "walk_id": walk_id,
+            "certified": certified,
+            "from_budget": start,
+            "to_budget": end,
+            "intervals": steps,
+            "runs_executed": writer.executed,
+            # runs begun from operator 1 (each chunk's first), the others resumed from the run
+            # before: what the walk could not share (a parallel walk's seams may count twice)
+            "runs_from_scratch": meter.from_scratch,
+            "runs_reused": sum(1 for s in steps if s["reused"]),
+            "bytes_certified": done_bytes,
+            "bytes_asked": end - start + 1,
+            "coverage": done_bytes / (end - start + 1),
+            "complete": complete,
+            "stopped_at": stopped_at,
+        }
 
 
 def uncovered(known: list[Interval], start: int, end: int) -> list[tuple[int, int]]:

@@ -1,0 +1,161 @@
+"""A running walk claims the budgets it is about to walk, and a second walk of the same trace
+whose gaps overlap them is refused.
+
+Two walks over one stretch of a trace would both run every execution in it: twice the
+machine's time, and every execution stored twice (on 2026-12-05 a backgrounded command chain
+started a second InceptionV4 walk beside the first, and four executions were stored twice
+before it was stopped). Walks of different stretches side by side are a supported use (one
+walk per band, each with its workers), so the claim is on the budgets a walk will run (the
+gaps the store left it), not on the store.
+
+A claim is a JSON file in `<store>.walking/`, held under an exclusive `flock` by the walking
+process for as long as it walks, and removed when it ends. The kernel drops the lock when the
+process dies, however it dies, so a claim whose lock can be taken is a dead walk's and is
+removed (a stopped process, SIGSTOP, still holds its claim). Checking and claiming happen
+under one lock on the directory, so two walks started together cannot both pass the check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+
+class WalkOverlap(RuntimeError):
+    """A walk running on this store has claimed budgets this walk would run; the message is
+    one line. (Not a StoreError: that lives beside pyarrow, which the command line does not
+    load at start-up.)"""
+
+
+@dataclass(frozen=True)
+class WalkClaim:
+    walk_id: str
+    trace: str
+    trace_sha256: str
+    policy: str
+    cap: float
+    gaps: list[tuple[int, int]]  # inclusive [a, b]: the budgets the walk will run
+    pid: int
+    host: str
+    started_at: str
+
+    def same_walk_settings(self, other: WalkClaim) -> bool:
+        """Walks of one trace under one policy and cap: the only ones whose runs coincide."""
+        return (self.trace_sha256, self.policy, self.cap) == (
+            other.trace_sha256,
+            other.policy,
+            other.cap,
+        )
+
+    def first_overlap(self, other: WalkClaim) -> tuple[int, int] | None:
+        """The first stretch of budgets both claims would walk, if any."""
+        if not self.same_walk_settings(other):
+            return None
+        shared = [
+            (max(a, c), min(b, d)) for a, b in self.gaps for c, d in other.gaps if a <= d and c <= b
+        ]
+        return min(shared) if shared else None
+
+
+def claims_dir(store_path: Path) -> Path:
+    return store_path.with_name(store_path.name + ".walking")
+
+
+def new_claim(
+    walk_id: str,
+    trace: str,
+    trace_sha256: str,
+    policy: str,
+    cap: float,
+    gaps: list[tuple[int, int]],
+) -> WalkClaim:
+    return WalkClaim(
+        walk_id=walk_id,
+        trace=trace,
+        trace_sha256=trace_sha256,
+        policy=policy,
+        cap=float(cap),
+        gaps=[(int(a), int(b)) for a, b in gaps],
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        started_at=datetime.now().isoformat(timespec="seconds"),
+    )
+
+
+def _held_elsewhere(handle: IO[str]) -> bool:
+    """Whether another open file (a live walk) holds the lock; if not, we now hold it."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    return False
+
+
+def _read_claim(handle: IO[str]) -> WalkClaim | None:
+    try:
+        raw = json.load(handle)
+        raw["gaps"] = [(int(a), int(b)) for a, b in raw["gaps"]]
+        return WalkClaim(**raw)
+    except (ValueError, KeyError, TypeError):
+        return None  # not a claim this version wrote: it cannot be compared, so it is ignored
+
+
+def live_claims(store_path: Path) -> list[WalkClaim]:
+    """The claims of walks running on the store now; dead walks' claims are removed.
+    Call with the directory's lock held (`claimed` does)."""
+    found: list[WalkClaim] = []
+    for path in sorted(claims_dir(store_path).glob("*.json")):
+        try:
+            handle = open(path)  # noqa: SIM115 - closed below on every path
+        except FileNotFoundError:
+            continue
+        with handle:
+            if not _held_elsewhere(handle):
+                path.unlink(missing_ok=True)  # its walk is gone: the kernel dropped its lock
+                continue
+            claim = _read_claim(handle)
+            if claim is not None:
+                found.append(claim)
+    return found
+
+
+def _refusal(mine: WalkClaim, theirs: WalkClaim, overlap: tuple[int, int]) -> str:
+    a, b = overlap
+    return (
+        f"a walk of {theirs.trace} ({theirs.policy}, cap {theirs.cap:g} s) is running on this "
+        f"store over budgets {a:,}..{b:,} that this walk would run too (walk {theirs.walk_id}, "
+        f"process {theirs.pid} on {theirs.host}, started {theirs.started_at}): wait for it to "
+        "end, stop it (SIGTERM keeps what it ran), or walk a range it does not cover"
+    )
+
+
+@contextlib.contextmanager
+def claimed(store_path: Path, claim: WalkClaim) -> Iterator[None]:
+    """Hold `claim` while inside; raises WalkOverlap, claiming nothing, if a live walk on the
+    store has claimed any of its budgets."""
+    directory = claims_dir(store_path)
+    directory.mkdir(parents=True, exist_ok=True)
+    mine = directory / f"{claim.walk_id}.json"
+    with open(directory / ".lock", "w") as directory_lock:
+        fcntl.flock(directory_lock, fcntl.LOCK_EX)
+        for theirs in live_claims(store_path):
+            overlap = claim.first_overlap(theirs)
+            if overlap is not None:
+                raise WalkOverlap(_refusal(claim, theirs, overlap))
+        handle = open(mine, "w")  # noqa: SIM115 - held for the walk, closed in `finally`
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        json.dump(asdict(claim), handle)
+        handle.flush()
+    try:
+        yield
+    finally:
+        mine.unlink(missing_ok=True)
+        handle.close()
