@@ -24,6 +24,7 @@ from engine.landscape.chunks import (
     CHUNK_RUNS,
     CHUNK_SECONDS,
     RESTART_SLICES,
+    ChunkDone,
     ChunkRunner,
     ChunkTask,
     rest_split,
@@ -233,25 +234,7 @@ def walk_landscape(
                         f"{done.host or 'a worker'}: {done.error}"
                     )
                 meter.from_scratch += done.fresh_runs
-                for timed in done.runs:
-                    record = timed.record
-                    same = record["same_execution"]
-                    if (same["lo"], same["hi"]) in found:
-                        continue  # a seam: the neighbouring chunk ran this execution already
-                    interval = Interval(
-                        same["lo"],
-                        same["hi"],
-                        record["status"],
-                        record["overhead"],
-                        record["run_id"],
-                    )
-                    found[(interval.lo, interval.hi)] = interval
-                    new_ids.add(interval.run_id or "")
-                    writer.add(record, timed.started_at, timed.ended_at)
-                    meter.add(interval)
-                    if max_runs is not None and writer.executed >= max_runs:
-                        break
-                if max_runs is not None and writer.executed >= max_runs:
+                if _keep_new_runs(done, found, new_ids, writer, meter, max_runs):
                     runner.queue.clear()
                     break
                 if done.fresh_runs and done.runs:
@@ -332,6 +315,33 @@ def walk_landscape(
             "complete": complete,
             "stopped_at": stopped_at,
         }
+
+
+def _keep_new_runs(
+    done: ChunkDone,
+    found: dict[tuple[int, int | None], Interval],
+    new_ids: set[str],
+    writer: RunWriter,
+    meter: _WalkProgress,
+    max_runs: int | None,
+) -> bool:
+    """Store the chunk's runs of executions not found yet (at a seam the neighbouring chunk
+    may have run one already); True once the walk has made `max_runs` new runs."""
+    for timed in done.runs:
+        if max_runs is not None and writer.executed >= max_runs:
+            return True
+        record = timed.record
+        same = record["same_execution"]
+        if (same["lo"], same["hi"]) in found:
+            continue
+        interval = Interval(
+            same["lo"], same["hi"], record["status"], record["overhead"], record["run_id"]
+        )
+        found[(interval.lo, interval.hi)] = interval
+        new_ids.add(interval.run_id or "")
+        writer.add(record, timed.started_at, timed.ended_at)
+        meter.add(interval)
+    return max_runs is not None and writer.executed >= max_runs
 
 
 def uncovered(known: list[Interval], start: int, end: int) -> list[tuple[int, int]]:
