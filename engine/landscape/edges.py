@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.landscape.intervals import Interval, find_edges
-from engine.landscape.walk import RunWriter, _stored, _walk_row
+from engine.landscape.walk import RunWriter, _result_head, _stored, _walk_row
 from engine.sim.simulate import DEFAULT_CAP
 
 if TYPE_CHECKING:
@@ -57,11 +57,7 @@ def find_exact_edges(
         **{**row, "ended_at": datetime.now()}, reached=top, complete=True, runs=writer.executed
     )
     return {
-        "trace": ref.name,
-        "trace_sha256": program.sha256,
-        "policy": spec,
-        "cap": cap,
-        "walk_id": walk_id,
+        **_result_head(row, cap),
         "edges": [{"below": _edge_side(a), "above": _edge_side(b)} for a, b in edges],
         "gaps_bisected": bisected,
         "runs_executed": writer.executed,

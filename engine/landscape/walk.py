@@ -140,6 +140,12 @@ def _walk_row(**row: Any) -> dict[str, Any]:
     return {"started_at": datetime.now(), **row}
 
 
+def _result_head(row: dict[str, Any], cap: float) -> dict[str, Any]:
+    """What a walk's (or edge search's) result says first: which walk, of what, how."""
+    head = {key: row[key] for key in ("trace", "trace_sha256", "policy")}
+    return {**head, "cap": cap, "walk_id": row["walk_id"]}
+
+
 # -- landscape -----------------------------------------------------------------------------
 def _stored(
     store: Store,
@@ -295,11 +301,7 @@ def walk_landscape(
             runs=writer.executed,
         )
         return {
-            "trace": ref.name,
-            "trace_sha256": program.sha256,
-            "policy": spec,
-            "cap": cap,
-            "walk_id": walk_id,
+            **_result_head(row, cap),
             "certified": certified,
             "from_budget": start,
             "to_budget": end,
