@@ -5,6 +5,8 @@ Layout (for a store at `data/landscape.duckdb`):
   `runs`, `walks`, `sweeps`. Nobody ever writes to the live file.
 - `data/landscape.duckdb.parts/` holds parts: small Parquet files, one per batch of new runs
   (or traces, walks, sweeps), each written to a temporary name and renamed into place.
+- `data/landscape.duckdb.walking/` holds the claims of the walks running on the store (the
+  budgets each will run, engine/landscape/walk_claims.py): no table, only locked files.
 
 Concurrency (DuckDB opens a database file for one read-write process or for many read-only
 ones, never both):
