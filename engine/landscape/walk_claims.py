@@ -151,9 +151,14 @@ def claimed(store_path: Path, claim: WalkClaim) -> Iterator[None]:
             if overlap is not None:
                 raise WalkOverlap(_refusal(claim, theirs, overlap))
         handle = open(mine, "w")  # noqa: SIM115 - held for the walk, closed in `finally`
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        json.dump(asdict(claim), handle)
-        handle.flush()
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            json.dump(asdict(claim), handle)
+            handle.flush()
+        except BaseException:
+            mine.unlink(missing_ok=True)  # a claim half written is no claim
+            handle.close()
+            raise
     try:
         yield
     finally:
