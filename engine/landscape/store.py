@@ -5,8 +5,7 @@ Layout (for a store at `data/landscape.duckdb`):
   `runs`, `walks`, `sweeps`. Nobody ever writes to the live file.
 - `data/landscape.duckdb.parts/` holds parts: small Parquet files, one per batch of new runs
   (or traces, walks, sweeps), each written to a temporary name and renamed into place.
-- `data/landscape.duckdb.walking/` holds the claims of the walks running on the store (the
-  budgets each will run, engine/landscape/walk_claims.py): no table, only locked files.
+- `data/landscape.duckdb.walking/`: running walks' claims (engine/landscape/walk_claims.py).
 
 Concurrency (DuckDB opens a database file for one read-write process or for many read-only
 ones, never both):
@@ -22,8 +21,7 @@ ones, never both):
 A killed writer loses only the runs it had not yet published. Opening an older snapshot
 upgrades it on the next compaction (`SCHEMA_VERSION`, `MIGRATIONS`).
 
-The tables' columns and the record <-> row conversion are declared in
-engine/landscape/schema.py.
+The tables' columns and the record <-> row conversion are in engine/landscape/schema.py.
 """
 
 from __future__ import annotations
