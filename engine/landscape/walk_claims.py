@@ -127,7 +127,7 @@ def live_claims(store_path: Path) -> list[WalkClaim]:
     return found
 
 
-def _refusal(mine: WalkClaim, theirs: WalkClaim, overlap: tuple[int, int]) -> str:
+def _refusal(theirs: WalkClaim, overlap: tuple[int, int]) -> str:
     a, b = overlap
     return (
         f"a walk of {theirs.trace} ({theirs.policy}, cap {theirs.cap:g} s) is running on this "
@@ -149,7 +149,7 @@ def claimed(store_path: Path, claim: WalkClaim) -> Iterator[None]:
         for theirs in live_claims(store_path):
             overlap = claim.first_overlap(theirs)
             if overlap is not None:
-                raise WalkOverlap(_refusal(claim, theirs, overlap))
+                raise WalkOverlap(_refusal(theirs, overlap))
         handle = open(mine, "w")  # noqa: SIM115 - held for the walk, closed in `finally`
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
