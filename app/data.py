@@ -24,6 +24,7 @@ from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.ids import check_run_id, inside
 from engine.landscape.intervals import missing
 from engine.landscape.store import Store, StoreError, default_path
+from engine.landscape.walk_claims import WalkClaim, running_walks
 from engine.sim.simulate import DEFAULT_CAP
 
 EVENTS_DIR = "events"
@@ -35,6 +36,11 @@ def store_path() -> Path:
 
 def store() -> Store:
     return Store.open(store_path())
+
+
+def walks_running(trace: str) -> list[WalkClaim]:
+    """The walks of `trace` running on the store now, wherever they were started."""
+    return [claim for claim in running_walks(store_path()) if claim.trace == trace]
 
 
 def jobs() -> JobStore:

@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 from typing import Any, NoReturn
@@ -183,3 +184,40 @@ def walk_in_slices(
     assert walked == whole
     assert all(len(ran_in) == 1 for ran_in in places.values()), places
     return set().union(*places.values())
+
+
+# a walk that stays in progress long enough to be stopped, killed or looked at
+SLOW_WALK = (
+    "landscape",
+    "synthetic-mlp",
+    "--from",
+    "0.38",
+    "--to",
+    "0.45",
+    "--policy",
+    "DTREqClass",
+)
+
+
+def walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    """SLOW_WALK (DTREqClass runs in Python: slow enough to catch) started into `db`, once it
+    has stored at least 50 runs; the process and how many it had stored."""
+    from engine.landscape.store import Store
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli.main", *SLOW_WALK, "--db", str(db), "--json"],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    stored = 0
+    while stored < 50 and proc.poll() is None:
+        time.sleep(0.2)
+        if db.with_name(db.name + ".parts").exists():
+            stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
+    if proc.poll() is not None:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise AssertionError(
+            f"the walk ended (exit {proc.returncode}) before it could be stopped:\n{err}"
+        )
+    return proc, stored

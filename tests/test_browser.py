@@ -36,7 +36,7 @@ from engine.landscape.holes import holes_report
 from engine.landscape.store import Store
 from engine.landscape.walk import walk_landscape
 from engine.sim.simulate import baseline, budget_for, load, run_point
-from tests.helpers import REPO, check_file, open_png
+from tests.helpers import REPO, check_file, open_png, walk_in_progress
 
 expect = playwright.expect
 
@@ -669,6 +669,35 @@ def dtr_server(
     Store.open(db).add_runs(records, source="engine", cap=60)
     with serving(folder, db, traces_dir) as base:
         yield base, db
+
+
+def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: ignore[no-untyped-def]
+    page, tmp_path: Path
+) -> None:
+    """A walk the dashboard did not start (the command line's, on the store it serves; here
+    SIGSTOPped so it stays running) is named on its trace page with its budgets and process,
+    and is gone from the page once the walk is killed."""
+    db = tmp_path / "landscape.duckdb"
+    (tmp_path / "no-dtr-traces").mkdir()
+    walk_env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
+    proc, _ = walk_in_progress(db, walk_env)
+    try:
+        proc.send_signal(signal.SIGSTOP)
+        with serving(tmp_path, db, tmp_path / "no-dtr-traces") as base:
+            page.goto(base + f"/trace/{TRACE}")
+            line = page.locator(".running-walk")
+            expect(line).to_contain_text(re.compile(r"^DTREqClass \(cap 60 s\): budgets [0-9,]+"))
+            expect(line).to_contain_text(f"process {proc.pid} on ")
+            expect(line).to_contain_text("started outside this dashboard")
+            shot(page, "walk-from-the-command-line")
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            expect(page.locator(".running-walk")).to_have_count(0)
+            expect(page.locator(".jobs")).to_contain_text("No jobs yet.")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def test_inceptionv4_the_papers_divergence_in_the_browser(  # type: ignore[no-untyped-def]

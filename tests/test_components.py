@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 
 from app.components.charts import operator_chart, overhead_curve, pinned_vs_depth
 from app.components.jobs_panel import jobs_panel
 from app.components.outcomes import COLORS, OUTCOMES, SYMBOLS
+from app.components.running_walks import running_walks_note
 from app.components.strip import BAND_PREFIX, outcome_strip
 from app.components.summary import facts, hole_rows
 from app.jobs import Job
 from app.landscape import ExactEdges, coverage, holes, with_x
+from engine.landscape.walk_claims import new_claim
 
 PEAK = 1000
 
@@ -221,6 +225,21 @@ def test_jobs_panel_offers_cancel_only_for_active_jobs() -> None:
 def test_jobs_panel_says_when_no_runner_is_there() -> None:
     panel = jobs_panel([_job(1, "queued")], now=0.0, runner_alive=False, cancel_type="x")
     assert "No job runner" in str(panel)
+
+
+def test_running_walks_note_names_each_walk_and_whose_it_is() -> None:
+    ours = new_claim("a" * 32, "t", "sha", "DTR", 60, [(250, 300), (400, 449)])
+    theirs = new_claim("b" * 32, "t", "sha", "LRU", 30, [(500, 500)])
+    theirs = dataclasses.replace(theirs, pid=ours.pid + 1, host="elsewhere")
+    note = running_walks_note([ours, theirs], job_by_pid={ours.pid: 7}, peak=1000)
+    items = [str(item.children) for item in _find(note, lambda c: type(c).__name__ == "Li")]
+    assert len(items) == 2
+    assert "DTR (cap 60 s): budgets 250..449 (ratios 0.2500-0.4490)" in items[0]
+    assert "101 bytes in 2 gaps" in items[0] and items[0].endswith("job #7")
+    assert "LRU (cap 30 s)" in items[1] and "1 byte in 1 gap;" in items[1]
+    assert f"process {ours.pid + 1} on elsewhere" in items[1]
+    assert items[1].endswith("started outside this dashboard")
+    assert running_walks_note([], job_by_pid={}, peak=1000) is None
 
 
 def test_large_strip_uses_webgl_and_one_band_per_execution() -> None:

@@ -3,21 +3,26 @@ with real DuckDB stores, on the shipped synthetic trace (it completes from ~0.4 
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from engine.landscape.store import Store
 from engine.landscape.walk import policy_certified, walk_landscape
+from engine.landscape.walk_claims import running_walks
 from engine.sim.policies import DTR, POLICIES
 from engine.sim.simulate import run_point
-from tests.helpers import cli, cli_json, compared_records, three_chunks, walk_in_slices
+from tests.helpers import (
+    SLOW_WALK,
+    cli,
+    cli_json,
+    compared_records,
+    three_chunks,
+    walk_in_progress,
+    walk_in_slices,
+)
 
 SYNTHETIC = "synthetic-mlp"
 # A stretch of synthetic-mlp around its first success: a few dozen intervals, ok and oom.
@@ -238,36 +243,11 @@ def test_a_walk_in_parallel_chunks_equals_one_in_order(tmp_path: Path, env: dict
     _contiguous(two["intervals"])
 
 
-SLOW_WALK = ("landscape", SYNTHETIC, "--from", "0.38", "--to", "0.45", "--policy", "DTREqClass")
-
-
-def _walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
-    """SLOW_WALK (DTREqClass runs in Python: slow enough to catch) started into `db`, once it
-    has stored at least 50 runs; the process and how many it had stored."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli.main", *SLOW_WALK, "--db", str(db), "--json"],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    stored = 0
-    while stored < 50 and proc.poll() is None:
-        time.sleep(0.2)
-        if db.with_name(db.name + ".parts").exists():
-            stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])
-    if proc.poll() is not None:
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise AssertionError(
-            f"the walk ended (exit {proc.returncode}) before it could be stopped:\n{err}"
-        )
-    return proc, stored
-
-
 def test_a_killed_walk_resumes_from_the_store(tmp_path: Path, env: dict[str, str]) -> None:
     """SIGKILL in the middle of a walk, then the same command: it reuses what was stored and
     ends as an uninterrupted walk."""
     db = tmp_path / "killed.duckdb"
-    proc, _ = _walk_in_progress(db, env)
+    proc, _ = walk_in_progress(db, env)
     try:
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
@@ -287,7 +267,7 @@ def test_a_terminated_walk_records_how_far_it_got(tmp_path: Path, env: dict[str,
     publishes the runs it made, records itself as incomplete with its runs, and exits 143;
     the same command then goes on from there."""
     db = tmp_path / "terminated.duckdb"
-    proc, stored = _walk_in_progress(db, env)
+    proc, stored = walk_in_progress(db, env)
     try:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
@@ -312,7 +292,7 @@ def test_a_second_walk_over_a_running_walks_budgets_is_refused(
     stretch of the trace, or the same one under another policy, walks beside it; once the
     first walk is killed, its claim goes with it and the refused command walks."""
     db = tmp_path / "claimed.duckdb"
-    proc, _ = _walk_in_progress(db, env)
+    proc, _ = walk_in_progress(db, env)
     try:
         proc.send_signal(signal.SIGSTOP)
         store = Store.open(db)
@@ -325,6 +305,10 @@ def test_a_second_walk_over_a_running_walks_budgets_is_refused(
         assert f"process {proc.pid} " in line and "stop it (SIGTERM keeps what it ran)" in line
         assert int(store.query("SELECT count(*) AS n FROM runs")["n"][0]) == before
         assert len(store.query("SELECT * FROM walks")) == 0  # the refused walk left no row
+        (running,) = running_walks(db)  # what the dashboard reads: the stopped walk, alive
+        assert (running.pid, running.trace, running.policy) == (proc.pid, SYNTHETIC, "DTREqClass")
+        peak = run_point(SYNTHETIC, ratio=0.5)["peak"]
+        assert running.gaps[-1][1] == int(0.45 * peak)  # the slow walk's end, still to walk
         beside = ("landscape", SYNTHETIC, "--from", "0.46", "--to", "0.47", "--json")
         elsewhere = cli_json(*beside, "--policy", "DTREqClass", "--db", str(db), env=env)
         assert elsewhere["complete"] and elsewhere["runs_executed"] > 0
@@ -336,6 +320,9 @@ def test_a_second_walk_over_a_running_walks_budgets_is_refused(
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    # a dead walk's claim is not a running walk, and the reader leaves it for a walk to remove
+    assert running_walks(db) == []
+    assert len(list((tmp_path / "claimed.duckdb.walking").glob("*.json"))) == 1
     walked = cli_json(*overlapping, "--policy", "DTREqClass", "--json", "--db", str(db), env=env)
     assert walked["complete"] and walked["runs_executed"] > 0
     assert list((tmp_path / "claimed.duckdb.walking").glob("*.json")) == []

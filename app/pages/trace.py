@@ -35,6 +35,7 @@ from app.components.charts import DEPTH_COLUMNS
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
+from app.components.running_walks import running_walks_note
 from app.components.strip import outcome_strip
 from app.jobs import QueueFull, job_answer, max_queued
 from app.landscape import in_view
@@ -134,12 +135,22 @@ def jobs_view(name: str) -> html.Div:
     jobs = store.recent(name, limit=30)
     workers = settings.SWEEP_WORKERS.value()  # what a walk launched here would run on
     answers = {j.id: job_answer(store, j, workers) for j in jobs}
-    return jobs_panel(
-        jobs,
-        now=time.time(),
-        runner_alive=store.runner_alive(),
-        cancel_type=ids.TRACE_JOB_CANCEL,
-        answers={k: v for k, v in answers.items() if v},
+    walking = data.walks_running(name)
+    return html.Div(
+        [
+            running_walks_note(
+                walking,
+                job_by_pid={j.pid: j.id for j in jobs if j.pid and j.status == "running"},
+                peak=data.peak(name) if walking else None,
+            ),
+            jobs_panel(
+                jobs,
+                now=time.time(),
+                runner_alive=store.runner_alive(),
+                cancel_type=ids.TRACE_JOB_CANCEL,
+                answers={k: v for k, v in answers.items() if v},
+            ),
+        ]
     )
 
 

@@ -64,6 +64,9 @@ class WalkClaim:
         ]
         return min(shared) if shared else None
 
+    def budget_count(self) -> int:
+        return sum(b - a + 1 for a, b in self.gaps)
+
 
 def claims_dir(store_path: Path) -> Path:
     return store_path.with_name(store_path.name + ".walking")
@@ -124,6 +127,32 @@ def live_claims(store_path: Path) -> list[WalkClaim]:
             claim = _read_claim(handle)
             if claim is not None:
                 found.append(claim)
+    return found
+
+
+def running_walks(store_path: Path) -> list[WalkClaim]:
+    """The claims of walks running on the store now, for a reader that is not a walk (the
+    dashboard): nothing is removed or created, and a dead walk's claim is left for the next
+    walk to remove. The directory's lock is taken shared, so no walk claims or checks while we
+    look (a walk's own lock on its claim is taken under that lock, exclusively)."""
+    directory = claims_dir(store_path)
+    if not directory.is_dir():
+        return []
+    found: list[WalkClaim] = []
+    with open(directory / ".lock", "a") as directory_lock:
+        fcntl.flock(directory_lock, fcntl.LOCK_SH)
+        for path in sorted(directory.glob("*.json")):
+            try:
+                handle = open(path)  # noqa: SIM115 - closed below on every path
+            except FileNotFoundError:
+                continue  # its walk ended while we looked
+            with handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    claim = _read_claim(handle)  # held: its walk is alive
+                    if claim is not None:
+                        found.append(claim)
     return found
 
 

@@ -1,0 +1,55 @@
+"""Walks running on the store now, from their claims: those started from the command line
+(or on another host sharing the store) as well as the dashboard's own jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from dash import html
+
+from engine.landscape.walk_claims import WalkClaim
+
+
+def _budgets(claim: WalkClaim, peak: int | None) -> str:
+    low, high = claim.gaps[0][0], claim.gaps[-1][1]
+    stretch = f"budgets {low:,}..{high:,}"
+    if peak:
+        stretch += f" (ratios {low / peak:.4f}-{high / peak:.4f})"
+    return f"{stretch}, {_count(claim.budget_count(), 'byte')} in {_count(len(claim.gaps), 'gap')}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def running_walks_note(
+    claims: Sequence[WalkClaim], *, job_by_pid: Mapping[int, int], peak: int | None
+) -> html.Div | None:
+    """One line per running walk: its policy, cap, budgets still to walk when it started,
+    process and start; `job_by_pid` names the dashboard's job a walk belongs to. None when no
+    walk runs."""
+    if not claims:
+        return None
+    items = []
+    for claim in claims:
+        job = job_by_pid.get(claim.pid)
+        origin = f"job #{job}" if job is not None else "started outside this dashboard"
+        items.append(
+            html.Li(
+                f"{claim.policy} (cap {claim.cap:g} s): {_budgets(claim, peak)}; process "
+                f"{claim.pid} on {claim.host}, since {claim.started_at.replace('T', ' ')}, "
+                f"{origin}",
+                className="running-walk",
+                title=f"walk {claim.walk_id}",
+            )
+        )
+    return html.Div(
+        [
+            html.P(
+                "Walking now (a walk over these budgets would be refused until it ends):",
+                className="note",
+            ),
+            html.Ul(items),
+        ],
+        className="running-walks",
+    )
