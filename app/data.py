@@ -38,9 +38,11 @@ def store() -> Store:
     return Store.open(store_path())
 
 
-def walks_running(trace: str) -> list[WalkClaim]:
-    """The walks of `trace` running on the store now, wherever they were started."""
-    return [claim for claim in running_walks(store_path()) if claim.trace == trace]
+def walks_running(trace: str) -> list[WalkClaim] | None:
+    """The walks of `trace` running on the store now, wherever they were started; None when
+    they cannot be read now (a walk holds the claims' lock)."""
+    claims = running_walks(store_path())
+    return None if claims is None else [claim for claim in claims if claim.trace == trace]
 
 
 def jobs() -> JobStore:

@@ -240,6 +240,7 @@ def test_running_walks_note_names_each_walk_and_whose_it_is() -> None:
     assert f"process {ours.pid + 1} on elsewhere" in items[1]
     assert items[1].endswith("started outside this dashboard")
     assert running_walks_note([], job_by_pid={}, peak=1000) is None
+    assert "cannot be read just now" in str(running_walks_note(None, job_by_pid={}, peak=None))
 
 
 def test_large_strip_uses_webgl_and_one_band_per_execution() -> None:

@@ -348,6 +348,25 @@ def test_claims_conflict_only_on_shared_budgets_of_one_trace_policy_and_cap(
         pass  # the first claim ended with its walk
 
 
+def test_a_reader_of_running_walks_never_waits_on_a_walk_claiming(tmp_path: Path) -> None:
+    """The dashboard's read: the live claims; None, not a hang, while a walk holds the claims'
+    directory lock (here taken by this test, as a walk stopped while claiming would)."""
+    import fcntl
+
+    from engine.landscape.walk_claims import claimed, claims_dir, new_claim
+
+    path = tmp_path / "s.duckdb"
+    assert running_walks(path) == []
+    claim = new_claim("a" * 32, "t", "sha", "DTR", 60, [(100, 200)])
+    with claimed(path, claim):
+        assert running_walks(path) == [claim]
+        with open(claims_dir(path) / ".lock", "a") as directory_lock:
+            fcntl.flock(directory_lock, fcntl.LOCK_EX)
+            assert running_walks(path, wait_s=0.2) is None
+        assert running_walks(path) == [claim]
+    assert running_walks(path) == []
+
+
 def test_a_chunk_that_stopped_early_continues_its_walk_in_the_same_process(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -23,11 +23,20 @@ def _count(n: int, noun: str) -> str:
 
 
 def running_walks_note(
-    claims: Sequence[WalkClaim], *, job_by_pid: Mapping[int, int], peak: int | None
+    claims: Sequence[WalkClaim] | None, *, job_by_pid: Mapping[int, int], peak: int | None
 ) -> html.Div | None:
     """One line per running walk: its policy, cap, budgets still to walk when it started,
     process and start; `job_by_pid` names the dashboard's job a walk belongs to. None when no
-    walk runs."""
+    walk runs; `claims` None: they could not be read this time."""
+    if claims is None:
+        return html.Div(
+            html.P(
+                "The walks running on this store cannot be read just now (a walk holds their "
+                "lock); the next refresh tries again.",
+                className="note",
+            ),
+            className="running-walks",
+        )
     if not claims:
         return None
     items = []

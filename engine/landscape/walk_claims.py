@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -93,10 +94,10 @@ def new_claim(
     )
 
 
-def _held_elsewhere(handle: IO[str]) -> bool:
+def _held_elsewhere(handle: IO[str], mode: int = fcntl.LOCK_EX) -> bool:
     """Whether another open file (a live walk) holds the lock; if not, we now hold it."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(handle, mode | fcntl.LOCK_NB)
     except BlockingIOError:
         return True
     return False
@@ -130,27 +131,31 @@ def live_claims(store_path: Path) -> list[WalkClaim]:
     return found
 
 
-def running_walks(store_path: Path) -> list[WalkClaim]:
+def running_walks(store_path: Path, wait_s: float = 1.0) -> list[WalkClaim] | None:
     """The claims of walks running on the store now, for a reader that is not a walk (the
-    dashboard): nothing is removed or created, and a dead walk's claim is left for the next
-    walk to remove. The directory's lock is taken shared, so no walk claims or checks while we
-    look (a walk's own lock on its claim is taken under that lock, exclusively)."""
+    dashboard): nothing is removed, and a dead walk's claim is left for the next walk to
+    remove. The directory's lock is taken shared, so no walk claims or checks while we look
+    (our brief lock on a dead claim would pass it for a live one); None if a walk holds that
+    lock for longer than `wait_s` (it is held for milliseconds, unless a walk was stopped in
+    the middle of claiming), so that a reader never hangs on it."""
     directory = claims_dir(store_path)
     if not directory.is_dir():
         return []
     found: list[WalkClaim] = []
     with open(directory / ".lock", "a") as directory_lock:
-        fcntl.flock(directory_lock, fcntl.LOCK_SH)
+        deadline = time.monotonic() + wait_s
+        while _held_elsewhere(directory_lock, fcntl.LOCK_SH):
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
         for path in sorted(directory.glob("*.json")):
             try:
                 handle = open(path)  # noqa: SIM115 - closed below on every path
             except FileNotFoundError:
                 continue  # its walk ended while we looked
             with handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    claim = _read_claim(handle)  # held: its walk is alive
+                if _held_elsewhere(handle, fcntl.LOCK_SH):  # its walk is alive
+                    claim = _read_claim(handle)
                     if claim is not None:
                         found.append(claim)
     return found
