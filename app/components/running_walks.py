@@ -55,7 +55,8 @@ def running_walks_note(
     return html.Div(
         [
             html.P(
-                "Walking now (a walk over these budgets would be refused until it ends):",
+                "Walking now on this store (another walk of these budgets under the same "
+                "policy and cap is refused until it ends):",
                 className="note",
             ),
             html.Ul(items),
