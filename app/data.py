@@ -24,7 +24,7 @@ from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.ids import check_run_id, inside
 from engine.landscape.intervals import missing
 from engine.landscape.store import Store, StoreError, default_path
-from engine.landscape.walk_claims import WalkClaim, running_walks
+from engine.landscape.walk_claims import WalkClaim, progress_of, running_walks
 from engine.sim.simulate import DEFAULT_CAP
 
 EVENTS_DIR = "events"
@@ -43,6 +43,11 @@ def walks_running(trace: str) -> list[WalkClaim] | None:
     they cannot be read now (a walk holds the claims' lock)."""
     claims = running_walks(store_path())
     return None if claims is None else [claim for claim in claims if claim.trace == trace]
+
+
+def walk_progress(walk_id: str) -> dict[str, Any] | None:
+    """A running walk's last progress note (runs, share of its range, seconds)."""
+    return progress_of(store_path(), walk_id)
 
 
 def jobs() -> JobStore:

@@ -199,9 +199,12 @@ SLOW_WALK = (
 )
 
 
-def walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+def walk_in_progress(
+    db: Path, env: dict[str, str], *, noted: bool = False
+) -> tuple[subprocess.Popen[bytes], int]:
     """SLOW_WALK (DTREqClass runs in Python: slow enough to catch) started into `db`, once it
-    has stored at least 50 runs; the process and how many it had stored."""
+    has stored at least 50 runs (and, if `noted`, written a progress note); the process and
+    how many it had stored."""
     from engine.landscape.store import Store
 
     proc = subprocess.Popen(
@@ -211,7 +214,8 @@ def walk_in_progress(db: Path, env: dict[str, str]) -> tuple[subprocess.Popen[by
         stderr=subprocess.PIPE,
     )
     stored = 0
-    while stored < 50 and proc.poll() is None:
+    claims = db.with_name(db.name + ".walking")
+    while (stored < 50 or (noted and not list(claims.glob("*.progress")))) and proc.poll() is None:
         time.sleep(0.2)
         if db.with_name(db.name + ".parts").exists():
             stored = int(Store.open(db).query("SELECT count(*) AS n FROM runs")["n"][0])

@@ -675,20 +675,24 @@ def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: 
     page, tmp_path: Path
 ) -> None:
     """A walk the dashboard did not start (the command line's, on the store it serves; here
-    SIGSTOPped so it stays running) is named on its trace page with its budgets and process,
-    and is gone from the page once the walk is killed."""
+    SIGSTOPped so it stays running) is named on its trace page with its budgets, process and
+    last progress note, and is gone from the page once the walk is killed."""
     db = tmp_path / "landscape.duckdb"
     (tmp_path / "no-dtr-traces").mkdir()
     walk_env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
-    proc, _ = walk_in_progress(db, walk_env)
+    proc, _ = walk_in_progress(db, walk_env, noted=True)
     try:
         proc.send_signal(signal.SIGSTOP)
+        (note,) = [json.loads(p.read_text()) for p in db.parent.glob("*.walking/*.progress")]
         with serving(tmp_path, db, tmp_path / "no-dtr-traces") as base:
             page.goto(base + f"/trace/{TRACE}")
             line = page.locator(".running-walk")
             expect(line).to_contain_text(re.compile(r"^DTREqClass \(cap 60 s\): budgets [0-9,]+"))
             expect(line).to_contain_text(f"process {proc.pid} on ")
-            expect(line).to_contain_text("started outside this dashboard")
+            expect(line).to_contain_text(
+                f"started outside this dashboard; {note['runs']:,} runs so far, "
+            )
+            expect(line).to_contain_text(f"{100 * note['share']:.2f}% of its range")
             shot(page, "walk-from-the-command-line")
             proc.send_signal(signal.SIGKILL)
             proc.communicate()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from dash import html
 
@@ -22,12 +23,25 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
+def _progress(note: Mapping[str, Any] | None) -> str:
+    if not note:
+        return "no progress note yet"
+    runs, elapsed = int(note["runs"]), float(note["elapsed_s"])
+    rate = f", {runs / elapsed:.1f} a second" if elapsed > 0 else ""
+    return f"{_count(runs, 'run')} so far{rate}, {100 * float(note['share']):.2f}% of its range"
+
+
 def running_walks_note(
-    claims: Sequence[WalkClaim] | None, *, job_by_pid: Mapping[int, int], peak: int | None
+    claims: Sequence[WalkClaim] | None,
+    *,
+    job_by_pid: Mapping[int, int],
+    peak: int | None,
+    progress: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> html.Div | None:
     """One line per running walk: its policy, cap, budgets still to walk when it started,
-    process and start; `job_by_pid` names the dashboard's job a walk belongs to. None when no
-    walk runs; `claims` None: they could not be read this time."""
+    process and start, and its last progress note (`progress`, by walk id); `job_by_pid` names
+    the dashboard's job a walk belongs to. None when no walk runs; `claims` None: they could
+    not be read this time."""
     if claims is None:
         return html.Div(
             html.P(
@@ -47,7 +61,7 @@ def running_walks_note(
             html.Li(
                 f"{claim.policy} (cap {claim.cap:g} s): {_budgets(claim, peak)}; process "
                 f"{claim.pid} on {claim.host}, since {claim.started_at.replace('T', ' ')}, "
-                f"{origin}",
+                f"{origin}; {_progress((progress or {}).get(claim.walk_id))}",
                 className="running-walk",
                 title=f"walk {claim.walk_id}",
             )

@@ -142,6 +142,7 @@ def jobs_view(name: str) -> html.Div:
                 walking,
                 job_by_pid={j.pid: j.id for j in jobs if j.pid and j.status == "running"},
                 peak=data.peak(name) if walking else None,
+                progress={w.walk_id: data.walk_progress(w.walk_id) for w in walking or []},
             ),
             jobs_panel(
                 jobs,

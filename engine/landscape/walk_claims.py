@@ -13,6 +13,8 @@ process for as long as it walks, and removed when it ends. The kernel drops the 
 process dies, however it dies, so a claim whose lock can be taken is a dead walk's and is
 removed (a stopped process, SIGSTOP, still holds its claim). Checking and claiming happen
 under one lock on the directory, so two walks started together cannot both pass the check.
+Beside its claim a walk keeps `<walk_id>.progress`, JSON (runs, share of its range certified,
+rate), replaced whole every few seconds, for readers such as the dashboard.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 class WalkOverlap(RuntimeError):
@@ -71,6 +73,32 @@ class WalkClaim:
 
 def claims_dir(store_path: Path) -> Path:
     return store_path.with_name(store_path.name + ".walking")
+
+
+def _progress_path(store_path: Path, walk_id: str) -> Path:
+    return claims_dir(store_path) / f"{walk_id}.progress"  # JSON, but not a claim (*.json)
+
+
+def note_progress(store_path: Path, walk_id: str, progress: dict[str, Any]) -> None:
+    """Replace the walk's progress note whole (a reader sees the old one or the new one). A
+    note that cannot be written is skipped: it only informs, and a walk of hours must not die
+    of it."""
+    path = _progress_path(store_path, walk_id)
+    partial = path.with_suffix(".partial")
+    try:
+        partial.write_text(json.dumps(progress))
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
+def progress_of(store_path: Path, walk_id: str) -> dict[str, Any] | None:
+    """The walk's last progress note, if it wrote one."""
+    try:
+        note = json.loads(_progress_path(store_path, walk_id).read_text())
+    except (OSError, ValueError):
+        return None
+    return note if isinstance(note, dict) else None
 
 
 def new_claim(
@@ -124,6 +152,7 @@ def live_claims(store_path: Path) -> list[WalkClaim]:
         with handle:
             if not _held_elsewhere(handle):
                 path.unlink(missing_ok=True)  # its walk is gone: the kernel dropped its lock
+                _progress_path(store_path, path.stem).unlink(missing_ok=True)
                 continue
             claim = _read_claim(handle)
             if claim is not None:
@@ -196,5 +225,6 @@ def claimed(store_path: Path, claim: WalkClaim) -> Iterator[None]:
     try:
         yield
     finally:
+        _progress_path(store_path, claim.walk_id).unlink(missing_ok=True)
         mine.unlink(missing_ok=True)
         handle.close()
