@@ -92,6 +92,12 @@ def note_progress(store_path: Path, walk_id: str, progress: dict[str, Any]) -> N
         partial.unlink(missing_ok=True)
 
 
+def _drop_progress(store_path: Path, walk_id: str) -> None:
+    path = _progress_path(store_path, walk_id)
+    path.unlink(missing_ok=True)
+    path.with_suffix(".partial").unlink(missing_ok=True)  # a walk killed while writing it
+
+
 def progress_of(store_path: Path, walk_id: str) -> dict[str, Any] | None:
     """The walk's last progress note, if it wrote one."""
     try:
@@ -152,7 +158,7 @@ def live_claims(store_path: Path) -> list[WalkClaim]:
         with handle:
             if not _held_elsewhere(handle):
                 path.unlink(missing_ok=True)  # its walk is gone: the kernel dropped its lock
-                _progress_path(store_path, path.stem).unlink(missing_ok=True)
+                _drop_progress(store_path, path.stem)
                 continue
             claim = _read_claim(handle)
             if claim is not None:
@@ -225,6 +231,6 @@ def claimed(store_path: Path, claim: WalkClaim) -> Iterator[None]:
     try:
         yield
     finally:
-        _progress_path(store_path, claim.walk_id).unlink(missing_ok=True)
+        _drop_progress(store_path, claim.walk_id)
         mine.unlink(missing_ok=True)
         handle.close()
