@@ -239,11 +239,11 @@ def test_running_walks_note_names_each_walk_and_whose_it_is() -> None:
     assert len(items) == 2
     assert "DTR (cap 60 s): budgets 250..449 (ratios 0.2500-0.4490)" in items[0]
     assert "101 bytes in 2 gaps" in items[0] and items[0].endswith(
-        "job #7; 1,234 runs so far, 12.3 a second, 50.00% of its range"
+        "; 1,234 runs so far, 12.3 a second, 50.00% of its range; job #7"
     )
     assert "LRU (cap 30 s)" in items[1] and "1 byte in 1 gap;" in items[1]
     assert f"process {ours.pid + 1} on elsewhere" in items[1]
-    assert items[1].endswith("started outside this dashboard; no progress note yet")
+    assert items[1].endswith("; no progress note yet; started outside this dashboard")
     assert running_walks_note([], job_by_pid={}, peak=1000) is None
     assert "cannot be read just now" in str(running_walks_note(None, job_by_pid={}, peak=None))
 

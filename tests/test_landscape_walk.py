@@ -309,6 +309,12 @@ def test_a_second_walk_over_a_running_walks_budgets_is_refused(
         assert (running.pid, running.trace, running.policy) == (proc.pid, SYNTHETIC, "DTREqClass")
         peak = run_point(SYNTHETIC, ratio=0.5)["peak"]
         assert running.gaps[-1][1] == int(0.45 * peak)  # the slow walk's end, still to walk
+        listed = cli("walking", "--db", str(db), env=env)  # the same, from the command line
+        (line,) = listed.stdout.splitlines()
+        assert line.startswith(f"{SYNTHETIC} DTREqClass (cap 60 s): budgets "), line
+        assert "-0.4500), " in line and f"; process {proc.pid} on " in line
+        (listed_json,) = cli_json("walking", "--db", str(db), "--json", env=env)
+        assert listed_json["pid"] == proc.pid and listed_json["gaps"][-1][1] == int(0.45 * peak)
         beside = ("landscape", SYNTHETIC, "--from", "0.46", "--to", "0.47", "--json")
         elsewhere = cli_json(*beside, "--policy", "DTREqClass", "--db", str(db), env=env)
         assert elsewhere["complete"] and elsewhere["runs_executed"] > 0
@@ -322,6 +328,7 @@ def test_a_second_walk_over_a_running_walks_budgets_is_refused(
             proc.communicate()
     # a dead walk's claim is not a running walk, and the reader leaves it for a walk to remove
     assert running_walks(db) == []
+    assert cli("walking", "--db", str(db), env=env).stdout == f"no walk is running on {db}\n"
     assert len(list((tmp_path / "claimed.duckdb.walking").glob("*.json"))) == 1
     walked = cli_json(*overlapping, "--policy", "DTREqClass", "--json", "--db", str(db), env=env)
     assert walked["complete"] and walked["runs_executed"] > 0

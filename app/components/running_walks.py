@@ -8,27 +8,7 @@ from typing import Any
 
 from dash import html
 
-from engine.landscape.walk_claims import WalkClaim
-
-
-def _budgets(claim: WalkClaim, peak: int | None) -> str:
-    low, high = claim.gaps[0][0], claim.gaps[-1][1]
-    stretch = f"budgets {low:,}..{high:,}"
-    if peak:
-        stretch += f" (ratios {low / peak:.4f}-{high / peak:.4f})"
-    return f"{stretch}, {_count(claim.budget_count(), 'byte')} in {_count(len(claim.gaps), 'gap')}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def _progress(note: Mapping[str, Any] | None) -> str:
-    if not note:
-        return "no progress note yet"
-    runs, elapsed = int(note["runs"]), float(note["elapsed_s"])
-    rate = f", {runs / elapsed:.1f} a second" if elapsed > 0 else ""
-    return f"{_count(runs, 'run')} so far{rate}, {100 * float(note['share']):.2f}% of its range"
+from engine.landscape.walk_claims import WalkClaim, describe_walk
 
 
 def running_walks_note(
@@ -36,7 +16,7 @@ def running_walks_note(
     *,
     job_by_pid: Mapping[int, int],
     peak: int | None,
-    progress: Mapping[str, Mapping[str, Any] | None] | None = None,
+    progress: Mapping[str, dict[str, Any] | None] | None = None,
 ) -> html.Div | None:
     """One line per running walk: its policy, cap, budgets still to walk when it started,
     process and start, and its last progress note (`progress`, by walk id); `job_by_pid` names
@@ -57,11 +37,10 @@ def running_walks_note(
     for claim in claims:
         job = job_by_pid.get(claim.pid)
         origin = f"job #{job}" if job is not None else "started outside this dashboard"
+        note = (progress or {}).get(claim.walk_id)
         items.append(
             html.Li(
-                f"{claim.policy} (cap {claim.cap:g} s): {_budgets(claim, peak)}; process "
-                f"{claim.pid} on {claim.host}, since {claim.started_at.replace('T', ' ')}, "
-                f"{origin}; {_progress((progress or {}).get(claim.walk_id))}",
+                f"{describe_walk(claim, note, peak)}; {origin}",
                 className="running-walk",
                 title=f"walk {claim.walk_id}",
             )

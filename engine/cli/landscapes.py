@@ -1,4 +1,5 @@
-"""`dtr-landscape landscape | edges | holes`: exact walks, exact edges, hole counts.
+"""`dtr-landscape landscape | edges | holes | walking`: exact walks, exact edges, hole counts,
+the walks running now.
 
     dtr-landscape landscape TRACE (--from R --to R | --from-budget B --to-budget B)
         [--policy P] [--cap 60] [--max-runs N] [--db PATH] [--traces DIR] [--json]
@@ -7,6 +8,7 @@
     dtr-landscape holes TRACE [--policy P] [--cap 60] [--db PATH] [--json]
     dtr-landscape holes --all [--policy P] [--cap 60] [--db PATH] [--update REPORT]
         [--json | --markdown]
+    dtr-landscape walking [--db PATH] [--json]
 
 The work is done in engine/landscape/walk.py and engine/landscape/holes.py; `--estimate`
 (engine/landscape/estimate.py) samples the range instead and stores nothing.
@@ -19,6 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +95,11 @@ def register(sub: Any) -> dict[str, Handler]:
         "such as docs/landscapes.json; its other traces are kept), REPORT is rewritten, and "
         "what is printed is the updated report",
     )
+    walking = sub.add_parser(
+        "walking", help="the walks running on the store now: budgets, process, how far each got"
+    )
+    walking.add_argument("--db", metavar="PATH", help="the DuckDB store")
+    walking.add_argument("--json", action="store_true", help="print one JSON list")
     for parser in (walk, edges, holes):
         parser.add_argument(
             "--policy", default="DTR", help=f"NAME[@k=v,...], one of: {', '.join(POLICIES)}"
@@ -102,7 +110,42 @@ def register(sub: Any) -> dict[str, Handler]:
     for parser in (walk, edges):  # holes only reads the store
         parser.add_argument("--traces", metavar="DIR", help="folder of the DTR logs")
 
-    return {"landscape": _cmd_landscape, "edges": _cmd_edges, "holes": command_holes}
+    return {
+        "landscape": _cmd_landscape,
+        "edges": _cmd_edges,
+        "holes": command_holes,
+        "walking": _cmd_walking,
+    }
+
+
+def _cmd_walking(args: argparse.Namespace) -> int:
+    from engine.landscape.store import Store, default_path
+    from engine.landscape.walk_claims import describe_walk, progress_of, running_walks
+
+    path = default_path(args.db)
+    claims = running_walks(path, wait_s=5.0)
+    if claims is None:
+        raise RuntimeError(
+            f"{path}: a walk has held the running walks' lock for 5 s (stopped while claiming?)"
+        )
+    notes = {c.walk_id: progress_of(path, c.walk_id) for c in claims}
+    if args.json:
+        print(json.dumps([{**asdict(c), "progress": notes[c.walk_id]} for c in claims]))
+        return 0
+    if not claims:
+        print(f"no walk is running on {path}")
+        return 0
+    peaks = {
+        str(row["trace_sha256"]): int(row["peak"])
+        for row in Store.existing(path).rows(
+            "SELECT trace_sha256, max(peak) AS peak FROM runs GROUP BY trace_sha256"
+        )
+        if row["peak"] is not None
+    }
+    for claim in claims:
+        line = describe_walk(claim, notes[claim.walk_id], peaks.get(claim.trace_sha256))
+        print(f"{claim.trace} {line}")
+    return 0
 
 
 def _cmd_landscape(args: argparse.Namespace) -> int:

@@ -196,6 +196,33 @@ def running_walks(store_path: Path, wait_s: float = 1.0) -> list[WalkClaim] | No
     return found
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def describe_walk(
+    claim: WalkClaim, progress: dict[str, Any] | None, peak: int | None = None
+) -> str:
+    """One line on a running walk, as the dashboard and `dtr-landscape walking` show it: its
+    settings, the budgets it had to walk when it started, its process and its last progress
+    note (ratios too if the trace's peak is known)."""
+    low, high = claim.gaps[0][0], claim.gaps[-1][1]
+    ratios = f" (ratios {low / peak:.4f}-{high / peak:.4f})" if peak else ""
+    if not progress:
+        so_far = "no progress note yet"
+    else:
+        runs, elapsed = int(progress["runs"]), float(progress["elapsed_s"])
+        rate = f", {runs / elapsed:.1f} a second" if elapsed > 0 else ""
+        so_far = f"{_count(runs, 'run')} so far{rate}, {100 * float(progress['share']):.2f}%"
+        so_far += " of its range"
+    return (
+        f"{claim.policy} (cap {claim.cap:g} s): budgets {low:,}..{high:,}{ratios}, "
+        f"{_count(claim.budget_count(), 'byte')} in {_count(len(claim.gaps), 'gap')}; "
+        f"process {claim.pid} on {claim.host}, since {claim.started_at.replace('T', ' ')}; "
+        f"{so_far}"
+    )
+
+
 def _refusal(theirs: WalkClaim, overlap: tuple[int, int]) -> str:
     a, b = overlap
     return (
