@@ -689,7 +689,8 @@ def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: 
             line = page.locator(".running-walk")
             expect(line).to_contain_text(re.compile(r"^DTREqClass \(cap 60 s\): budgets [0-9,]+"))
             expect(line).to_contain_text(f"process {proc.pid} on ")
-            expect(line).to_contain_text(f"; {note['runs']:,} runs so far, ")
+            runs = f"{note['runs']:,} run" + ("" if note["runs"] == 1 else "s")
+            expect(line).to_contain_text(f"; {runs} so far, ")
             expect(line).to_contain_text(
                 f"{100 * note['share']:.2f}% of its range; started outside this dashboard"
             )
