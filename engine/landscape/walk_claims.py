@@ -174,10 +174,14 @@ def running_walks(store_path: Path, wait_s: float = 1.0) -> list[WalkClaim] | No
     lock for longer than `wait_s` (it is held for milliseconds, unless a walk was stopped in
     the middle of claiming), so that a reader never hangs on it."""
     directory = claims_dir(store_path)
-    if not directory.is_dir():
+    try:
+        # read-only: a reader may not be allowed to write beside the store (flock does not
+        # need it); the lock file comes before the first claim, so without it there is none
+        directory_lock = open(directory / ".lock")  # noqa: SIM115 - closed by `with` below
+    except FileNotFoundError:
         return []
     found: list[WalkClaim] = []
-    with open(directory / ".lock", "a") as directory_lock:
+    with directory_lock:
         deadline = time.monotonic() + wait_s
         while _held_elsewhere(directory_lock, fcntl.LOCK_SH):
             if time.monotonic() > deadline:
