@@ -168,7 +168,7 @@ def test_the_published_report_agrees_with_itself() -> None:
     report = read_report(PUBLISHED)
     assert (report.policy, report.cap) == ("DTR", 60)
     assert len(report.traces) == 8
-    assert sum(len(t.holes) for t in report.traces) == 201
+    assert sum(len(t.holes) for t in report.traces) == 205
     for trace in report.traces:
         assert inconsistencies(trace) == [], trace.name
 
