@@ -24,7 +24,7 @@ from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.ids import check_run_id, inside
 from engine.landscape.intervals import missing
 from engine.landscape.store import Store, StoreError, default_path
-from engine.landscape.walk_claims import WalkClaim, progress_of, running_walks
+from engine.landscape.walk_claims import progress_of, running_walks
 from engine.sim.simulate import DEFAULT_CAP
 
 EVENTS_DIR = "events"
@@ -38,16 +38,20 @@ def store() -> Store:
     return Store.open(store_path())
 
 
-def walks_running(trace: str) -> list[WalkClaim] | None:
-    """The walks of `trace` running on the store now, wherever they were started; None when
-    they cannot be read now (a walk holds the claims' lock)."""
+def walks_running(trace: str | None = None) -> dict[str, Any]:
+    """The walks running on the store now (of `trace`, or of every trace), wherever they were
+    started, with what the pages show of them: `claims` (None when they cannot be read now:
+    a walk holds the claims' lock), each one's last progress note by walk id, the traces'
+    peaks, and the dashboard's running jobs by process id."""
     claims = running_walks(store_path())
-    return None if claims is None else [claim for claim in claims if claim.trace == trace]
-
-
-def walk_progress(walk_id: str) -> dict[str, Any] | None:
-    """A running walk's last progress note (runs, share of its range, seconds)."""
-    return progress_of(store_path(), walk_id)
+    if claims is not None and trace is not None:
+        claims = [claim for claim in claims if claim.trace == trace]
+    return {
+        "claims": claims,
+        "progress": {c.walk_id: progress_of(store_path(), c.walk_id) for c in claims or []},
+        "peaks": {c.trace: peak(c.trace) for c in claims or []},
+        "job_by_pid": {j.pid: j.id for j in jobs().running() if j.pid} if claims else {},
+    }
 
 
 def jobs() -> JobStore:

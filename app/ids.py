@@ -12,6 +12,7 @@ HOME_POLICY = "home-policy"
 HOME_STRIPS = "home-strips"
 HOME_INTERVAL = "home-interval"
 HOME_FINGERPRINT = "home-fingerprint"
+HOME_WALKING = "home-walking"  # the walks running on the store now
 HOME_LOCATION = "home-location"
 HOME_STRIP = "home-strip"  # pattern: {"type": HOME_STRIP, "trace": name}
 HOME_CARD = "home-card"  # pattern: a card built after the page, in a request of its own

@@ -676,7 +676,8 @@ def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: 
 ) -> None:
     """A walk the dashboard did not start (the command line's, on the store it serves; here
     SIGSTOPped so it stays running) is named on its trace page with its budgets, process and
-    last progress note, and is gone from the page once the walk is killed."""
+    last progress note, and on the overview with a link to that page; it is gone from the
+    page once the walk is killed."""
     db = tmp_path / "landscape.duckdb"
     (tmp_path / "no-dtr-traces").mkdir()
     walk_env = {"DTR_LANDSCAPE_CACHE": str(tmp_path / "cache"), "DTR_LANDSCAPE_TRACES": ""}
@@ -695,6 +696,11 @@ def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: 
                 f"{100 * note['share']:.2f}% of its range; started outside this dashboard"
             )
             shot(page, "walk-from-the-command-line")
+            page.goto(base + "/")  # the overview names it too, linked to its trace's page
+            overview = page.locator(".running-walk")
+            expect(overview).to_contain_text(f"{TRACE}: DTREqClass (cap 60 s): budgets ")
+            overview.get_by_role("link", name=TRACE).click()
+            expect(page).to_have_url(base + f"/trace/{TRACE}")
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
             expect(page.locator(".running-walk")).to_have_count(0)

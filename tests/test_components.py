@@ -233,7 +233,7 @@ def test_running_walks_note_names_each_walk_and_whose_it_is() -> None:
     theirs = dataclasses.replace(theirs, pid=ours.pid + 1, host="elsewhere")
     progress = {ours.walk_id: {"runs": 1234, "share": 0.5, "elapsed_s": 100.0}}
     note = running_walks_note(
-        [ours, theirs], job_by_pid={ours.pid: 7}, peak=1000, progress=progress
+        [ours, theirs], job_by_pid={ours.pid: 7}, peaks={"t": 1000}, progress=progress
     )
     items = [str(item.children) for item in _find(note, lambda c: type(c).__name__ == "Li")]
     assert len(items) == 2
@@ -244,8 +244,11 @@ def test_running_walks_note_names_each_walk_and_whose_it_is() -> None:
     assert "LRU (cap 30 s)" in items[1] and "1 byte in 1 gap;" in items[1]
     assert f"process {ours.pid + 1} on elsewhere" in items[1]
     assert items[1].endswith("; no progress note yet; started outside this dashboard")
-    assert running_walks_note([], job_by_pid={}, peak=1000) is None
-    assert "cannot be read just now" in str(running_walks_note(None, job_by_pid={}, peak=None))
+    assert running_walks_note([], job_by_pid={}, peaks={}) is None
+    assert "cannot be read just now" in str(running_walks_note(None, job_by_pid={}, peaks={}))
+    linked = running_walks_note([theirs], job_by_pid={}, peaks={}, link_traces=True)
+    (link,) = _find(linked, lambda c: type(c).__name__ == "Link")
+    assert (link.children, link.href) == ("t", "/trace/t")
 
 
 def test_large_strip_uses_webgl_and_one_band_per_execution() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dash import html
+from dash import dcc, html
 
 from engine.landscape.walk_claims import WalkClaim, describe_walk
 
@@ -15,13 +15,15 @@ def running_walks_note(
     claims: Sequence[WalkClaim] | None,
     *,
     job_by_pid: Mapping[int, int],
-    peak: int | None,
+    peaks: Mapping[str, int | None],
     progress: Mapping[str, dict[str, Any] | None] | None = None,
+    link_traces: bool = False,
 ) -> html.Div | None:
-    """One line per running walk: its policy, cap, budgets still to walk when it started,
-    process and start, and its last progress note (`progress`, by walk id); `job_by_pid` names
-    the dashboard's job a walk belongs to. None when no walk runs; `claims` None: they could
-    not be read this time."""
+    """One line per running walk: its policy, cap, budgets still to walk when it started
+    (ratios of its trace's peak in `peaks`), process and start, and its last progress note
+    (`progress`, by walk id); `job_by_pid` names the dashboard's job a walk belongs to;
+    `link_traces`: each line begins with a link to its trace's page (the overview). None when
+    no walk runs; `claims` None: they could not be read this time."""
     if claims is None:
         return html.Div(
             html.P(
@@ -38,9 +40,11 @@ def running_walks_note(
         job = job_by_pid.get(claim.pid)
         origin = f"job #{job}" if job is not None else "started outside this dashboard"
         note = (progress or {}).get(claim.walk_id)
+        text = f"{describe_walk(claim, note, peaks.get(claim.trace))}; {origin}"
+        link = dcc.Link(claim.trace, href=f"/trace/{claim.trace}") if link_traces else None
         items.append(
             html.Li(
-                f"{describe_walk(claim, note, peak)}; {origin}",
+                [link, ": ", text] if link else text,
                 className="running-walk",
                 title=f"walk {claim.walk_id}",
             )

@@ -18,6 +18,7 @@ from dash.exceptions import PreventUpdate
 from app import data, ids, settings
 from app.components.export import export_links
 from app.components.launch_form import policy_dropdown
+from app.components.running_walks import running_walks_note
 from app.components.strip import STRIP_COLUMNS, outcome_strip
 from app.components.summary import facts, trace_card, traces_without_runs
 from app.landscape import HOLES_COLUMNS, coverage, holes
@@ -129,6 +130,7 @@ def layout(policy: str | None = None, **_query: object) -> html.Div:
             html.Label([html.Span("Policy"), policy_dropdown(ids.HOME_POLICY, policies, chosen)]),
             className="toolbar",
         ),
+        html.Div(walking_now(), id=ids.HOME_WALKING),
         html.Div(strip_cards(chosen), id=ids.HOME_STRIPS),
         dcc.Store(id=ids.HOME_FINGERPRINT, data=data.fingerprint(None, chosen)),
         dcc.Interval(id=ids.HOME_INTERVAL, interval=REFRESH_MS),
@@ -151,6 +153,21 @@ def refresh(policy: str, _ticks: int | None, seen: str | None) -> tuple[Any, str
     if ctx.triggered_id == ids.HOME_INTERVAL and current == seen:
         raise PreventUpdate
     return strip_cards(policy), current
+
+
+def walking_now() -> html.Div | None:
+    """The walks running on the store, each linked to its trace's page (read on every tick:
+    a few small files, no query unless a walk runs)."""
+    return running_walks_note(**data.walks_running(), link_traces=True)
+
+
+@callback(
+    Output(ids.HOME_WALKING, "children"),
+    Input(ids.HOME_INTERVAL, "n_intervals"),
+    prevent_initial_call=True,
+)
+def refresh_walking(_ticks: int | None) -> html.Div | None:
+    return walking_now()
 
 
 @callback(

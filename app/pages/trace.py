@@ -135,15 +135,9 @@ def jobs_view(name: str) -> html.Div:
     jobs = store.recent(name, limit=30)
     workers = settings.SWEEP_WORKERS.value()  # what a walk launched here would run on
     answers = {j.id: job_answer(store, j, workers) for j in jobs}
-    walking = data.walks_running(name)
     return html.Div(
         [
-            running_walks_note(
-                walking,
-                job_by_pid={j.pid: j.id for j in jobs if j.pid and j.status == "running"},
-                peak=data.peak(name) if walking else None,
-                progress={w.walk_id: data.walk_progress(w.walk_id) for w in walking or []},
-            ),
+            running_walks_note(**data.walks_running(name)),
             jobs_panel(
                 jobs,
                 now=time.time(),
