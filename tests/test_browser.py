@@ -699,6 +699,7 @@ def test_a_walk_started_from_the_command_line_shows_on_its_trace_page(  # type: 
             page.goto(base + "/")  # the overview names it too, linked to its trace's page
             overview = page.locator(".running-walk")
             expect(overview).to_contain_text(f"{TRACE}: DTREqClass (cap 60 s): budgets ")
+            shot(page, "overview-walking")
             overview.get_by_role("link", name=TRACE).click()
             expect(page).to_have_url(base + f"/trace/{TRACE}")
             proc.send_signal(signal.SIGKILL)

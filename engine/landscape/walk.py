@@ -246,7 +246,9 @@ def walk_landscape(
                         f"{done.host or 'a worker'}: {done.error}"
                     )
                 meter.from_scratch += done.fresh_runs
-                if _keep_new_runs(done, found, new_ids, writer, meter, max_runs):
+                stop = _keep_new_runs(done, found, new_ids, writer, meter, max_runs)
+                meter.note()  # after the chunk's runs: the note counts all of them
+                if stop:
                     runner.queue.clear()
                     break
                 if done.fresh_runs and done.runs:
@@ -406,13 +408,15 @@ class _WalkProgress:
     def add(self, interval: Interval) -> None:
         self.bytes += certified_bytes([interval], self.start, self.end)
         self.runs += 1
+        if self.stream is not None and time.monotonic() - self.shown > PROGRESS_EVERY_S:
+            self.show()
+
+    def note(self) -> None:
         now = time.monotonic()
         if self.report is not None and now - self.noted > NOTE_EVERY_S:
             self.noted = now
             share, elapsed = self.bytes / (self.end - self.start + 1), now - self.began
             self.report({"runs": self.runs, "share": share, "elapsed_s": round(elapsed, 1)})
-        if self.stream is not None and now - self.shown > PROGRESS_EVERY_S:
-            self.show()
 
     def show(self) -> None:
         assert self.stream is not None
