@@ -116,6 +116,13 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     const uint64_t *drivers = row(c, forward ? a->rev_fr : a->fwd_fr, s);
     const uint64_t *s_front = row(c, fr_t, s), *s_int = row(c, int_t, s);
     uint64_t *diff = c->scratch_d;
+    /* Only the words where s's rows have bits can change in a driver's rows (the rest OR in
+       nothing and add nothing to the interior): s's own word, where it leaves the frontier and
+       joins the interior, and the few its rows touch (InceptionV4 at 0.20: about 53 words a
+       row, most of s's empty), visited in increasing order as a loop over every word would. */
+    int32_t *touched = c->word_list, n_touched = 0;
+    for (Py_ssize_t w = 0; w < c->words; w++)
+        if (s_front[w] | s_int[w] || w == s >> 6) touched[n_touched++] = (int32_t)w;
     /* reverse rows fresh before s's eviction (its entry is the log's last), folded into rows
        fresh before it, are what a fresh search finds after it (incremental.h), where the
        storage graph has no cycle (in a cycle s's frontier can hold the storage it is folded
@@ -138,13 +145,15 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                 return -1;
             }
             put_word(c, &front[s >> 6], front[s >> 6] & ~((uint64_t)1 << (s & 63)));
-            for (Py_ssize_t k = 0; k < c->words; k++) {
+            for (int32_t i = 0; i < n_touched; i++) {
+                int32_t k = touched[i];
                 put_word(c, &front[k], front[k] | s_front[k]);
                 diff[k] = s_int[k] & ~interior[k];
             }
             set_bit(diff, s);
             int64_t added = 0;
-            for (Py_ssize_t k = 0; k < c->words; k++) {
+            for (int32_t i = 0; i < n_touched; i++) {
+                int32_t k = touched[i];
                 uint64_t d = diff[k];
                 if (!d) continue;
                 put_word(c, &interior[k], interior[k] | d);

@@ -159,6 +159,7 @@ typedef struct {
     uint64_t *fh, *uh;
     Py_ssize_t fh_cap, uh_cap;
     uint64_t *scratch_a, *scratch_b, *scratch_d;
+    int32_t *word_list; /* absorb_into: the words an evicted storage's rows have bits in */
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
        from u through evicted ones (u included) and the resident ones bordering them, per
