@@ -172,9 +172,20 @@ static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32
     double b1 = INFINITY, b2 = INFINITY;
     int32_t v1 = -1, v2 = -1;
     int64_t evaluated = 0;
+    const int dtr = c->policy == P_DTR;
     for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
         double x;
         evaluated++;
+        /* h_DTR's exact division (long double, true_divide) only where the score may be the
+           best or the runner-up: an estimate in doubles is within 2**-50 of the exact
+           quotient, which is itself its correctly rounded double, so an estimate that far
+           above the runner-up is a score above it, and the candidate changes nothing */
+        if (dtr && b2 < INFINITY && a->last_access[s] != NEVER && c->size[s] > 0 &&
+            c->s.clock > a->last_access[s]) {
+            double estimate = (double)(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s]) /
+                              ((double)c->size[s] * (double)(c->s.clock - a->last_access[s]));
+            if (estimate > b2 * (1.0 + 0x1p-45)) continue;
+        }
         if (score(c, s, &x) < 0) return -1;
         if (x <= b1) {
             v2 = v1;
