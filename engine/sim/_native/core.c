@@ -100,7 +100,7 @@ static void Core_dealloc(Core *c) {
                      c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
                      c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
                      c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
-                     c->slot[1], c->clo, c->bases, c->pts, c->own, c->sufmin, c->nextflip,
+                     c->slot[1], c->clo, c->bases, c->par_stamp, c->res_stamp, c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin, c->nextflip,
                      c->fr_log, c->ul_log, c->fh, c->uh,
                      c->dirty, c->dirty_list.items, c->dirty_old, c->log, c->row_old[0],
                      c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
@@ -418,6 +418,11 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->bases = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->par_stamp = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
+    c->res_stamp = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
+    c->res_mask = (uint64_t *)PyMem_Calloc(n + 1, sizeof(uint64_t));
+    c->par_idx = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->nr_items = (int32_t *)PyMem_Calloc((size_t)c->ch_off[n] + 1, sizeof(int32_t));
     c->lc = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
     c->rev_fresh_at = (int64_t *)PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
     c->sweep_lab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
@@ -451,7 +456,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     }
-    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->word_list || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases || !c->lc || !c->label_rows ||
+    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->word_list || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases || !c->par_stamp || !c->res_stamp || !c->res_mask || !c->par_idx || !c->nr_items || !c->lc || !c->label_rows ||
         !c->sweep_lab || !c->sweep_flab || !c->sweep_act || !c->sweep_res || !c->base_entry || !c->entry_base || !c->rev_fresh_at) {
         PyErr_NoMemory();
         return -1;

@@ -182,6 +182,13 @@ typedef struct {
     Py_ssize_t memo_cap, memo_slots;
     int64_t memo_hits;
     int32_t *dfs_node, *dfs_edge, *bases;
+    /* shrink_reverse's table of the new storages' parents (incremental.h, note_parents):
+       parent p's index in par_idx[p] while par_stamp[p] is par_epoch; its children that are
+       not resident in nr_items[nr_off[i]..nr_off[i + 1]); its resident ones with bit i in
+       res_mask[u] while res_stamp[u] is par_epoch */
+    int64_t *par_stamp, *res_stamp, par_epoch;
+    uint64_t *res_mask;
+    int32_t *par_idx, *nr_items, nr_off[65];
     uint64_t *label_rows; /* sweep_chunk's rows of up to 64 * SWEEP_WORDS bases */
     int64_t sweep_passes, sweep_widest; /* passes; the most bases one chunk of a pass took */
     int sweep_words; /* a sweep's label words: up to 64 * sweep_words bases (a test switch) */
