@@ -20,7 +20,7 @@ from engine.sim.policies import make_policy
 from engine.sim.runtime import RunResult
 from engine.sim.simulate import baseline, budget_for, load, run_point
 from engine.sim.trace import Program
-from traces.random_traces import generate
+from traces.random_traces import TraceWriter, generate
 
 C_POLICIES = [
     "DTR",
@@ -68,6 +68,48 @@ def test_random_traces(tmp_path: Path, seed: int) -> None:
     for ratio in (0.3, 0.5, 0.7):
         for policy in rng.sample(C_POLICIES, 3):
             _same(str(path), ratio, policy)
+
+
+def _wide_trace(fan_in: int) -> str:
+    """A trace whose `cat` has fan_in arguments, each its own storage, rebuilt under small
+    budgets (its output and the chain after it are needed again in the backward pass)."""
+    w = TraceWriter()
+    w.annotate("START")
+    x = w.call("input", [], [8], 1)[0]
+    branches = [w.call("conv2d", [x], [4 + i % 3], 2 + i % 4)[0] for i in range(fan_in)]
+    # each branch has a second child, so that a branch stays on a reverse frontier through it
+    relus = [w.call("relu", [b], [4 + i % 3], 1 + i % 2)[0] for i, b in enumerate(branches)]
+    cat = w.call("cat", branches, [4 * fan_in], 3)[0]
+    other = w.call("cat", relus, [4 * fan_in], 3)[0]
+    chain = [w.call("add", [cat, other], [4 * fan_in], 2)[0]]
+    for i in range(6):
+        chain.append(w.call("linear", [chain[-1]], [4 * fan_in], 4 + i)[0])
+    loss = w.call("sum", [chain[-1]], [1], 1)[0]
+    w.annotate("BACKWARD")
+    grad = w.call("ones_like", [loss], [1], 1)[0]
+    for saved in reversed(chain[1:]):
+        grad = w.call("linear_backward", [grad, saved], [4 * fan_in], 4)[0]
+    grad = w.call("cat_backward", [grad, cat, other], [4 * fan_in], 3)[0]
+    for branch, relu in zip(branches, relus, strict=True):
+        w.call("conv2d_backward", [grad, branch, relu], [4], 2)
+    return w.text()
+
+
+@pytest.mark.parametrize("fan_in", [8, 70])
+def test_wide_operators(tmp_path: Path, fan_in: int) -> None:
+    """Over 64 parents of a computation's new storages, the in-place reverse updates do not
+    mark their resident children (incremental.h, note_parents) and scan every child instead:
+    with either, the runs are the Python runtime's, and in a walk under verify_hash every
+    reverse neighbourhood updated in place is what a fresh search finds."""
+    path = tmp_path / f"wide-{fan_in}.log"
+    path.write_text(_wide_trace(fan_in))
+    _, program = load(str(path))
+    peak = baseline(program).peak
+    for ratio in (0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7):
+        _same(str(path), ratio, "DTR")
+        walk = native.Walk(program, budget_for(ratio, peak), make_policy("DTR"), verify_hash=True)
+        assert len([step for _, step in zip(range(10), walk, strict=False)]) == 10
+        assert walk.stats()["incremental_searches"] > 0
 
 
 def test_retain_and_time_limit(tmp_path: Path) -> None:
