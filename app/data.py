@@ -49,7 +49,7 @@ def walks_running(trace: str | None = None) -> dict[str, Any]:
     return {
         "claims": claims,
         "progress": {c.walk_id: progress_of(store_path(), c.walk_id) for c in claims or []},
-        "peaks": {c.trace: peak(c.trace) for c in claims or []},
+        "peaks": {name: peak(name) for name in {c.trace for c in claims or []}},
         "job_by_pid": {j.pid: j.id for j in jobs().running() if j.pid} if claims else {},
     }
 
