@@ -162,6 +162,39 @@ static int choose_twophase(Core *c, int64_t request, int32_t *victim, double *be
     return 0;
 }
 
+/* Whether candidate s's score is certainly above the runner-up's b2 (0 < b2 < inf), told
+   without the exact division: for the scores that are one int / int quotient, size * staleness
+   below (h_DTR, DTRLocal, and NbhdPenalty's h_DTR factor), the exact long double division
+   (true_divide) is most of a candidate's cost. An estimate in doubles is within 2**-50 of the
+   exact quotient, which is itself its correctly rounded double, so an estimate more than
+   2**-45 above b2 is a score above it: such a candidate is neither victim nor runner-up and
+   changes nothing. NbhdPenalty multiplies h_DTR by 1 + b * |e*| >= 1 (b >= 0), which rounds
+   to no less than h_DTR, so its h_DTR alone suffices (and |e*| is not counted). */
+static inline int clearly_above(const Core *c, int32_t s, double b2) {
+    const Arrays *a = &c->a;
+    int64_t num;
+    switch (c->policy) {
+    case P_DTR:
+        num = a->compute[s] + a->fwd_sum[s] + a->rev_sum[s];
+        break;
+    case P_NBHD:
+        if (!(c->nbhd_b >= 0)) return 0;
+        num = a->compute[s] + a->fwd_sum[s] + a->rev_sum[s];
+        break;
+    case P_DTRLOCAL:
+        num = a->compute[s];
+        break;
+    default:
+        return 0;
+    }
+    /* the exact path's special cases (never accessed, no size, no staleness) stay there */
+    if (a->last_access[s] == NEVER || c->size[s] <= 0 || c->s.clock <= a->last_access[s])
+        return 0;
+    double estimate =
+        (double)num / ((double)c->size[s] * (double)(c->s.clock - a->last_access[s]));
+    return estimate > b2 * (1.0 + 0x1p-45);
+}
+
 /* simrd's scan: the LAST candidate whose score is <= the best so far; stop at a score of 0.
    The runner-up (for the event log) is the candidate the same rule picks without the victim. */
 static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32_t *runner,
@@ -172,20 +205,10 @@ static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32
     double b1 = INFINITY, b2 = INFINITY;
     int32_t v1 = -1, v2 = -1;
     int64_t evaluated = 0;
-    const int dtr = c->policy == P_DTR;
     for (int32_t s = c->s.pool_head; s >= 0; s = a->pool_next[s]) {
         double x;
         evaluated++;
-        /* h_DTR's exact division (long double, true_divide) only where the score may be the
-           best or the runner-up: an estimate in doubles is within 2**-50 of the exact
-           quotient, which is itself its correctly rounded double, so an estimate that far
-           above the runner-up is a score above it, and the candidate changes nothing */
-        if (dtr && b2 < INFINITY && a->last_access[s] != NEVER && c->size[s] > 0 &&
-            c->s.clock > a->last_access[s]) {
-            double estimate = (double)(a->compute[s] + a->fwd_sum[s] + a->rev_sum[s]) /
-                              ((double)c->size[s] * (double)(c->s.clock - a->last_access[s]));
-            if (estimate > b2 * (1.0 + 0x1p-45)) continue;
-        }
+        if (b2 > 0 && b2 < INFINITY && clearly_above(c, s, b2)) continue;
         if (score(c, s, &x) < 0) return -1;
         if (x <= b1) {
             v2 = v1;
