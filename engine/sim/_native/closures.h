@@ -172,7 +172,8 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         int32_t found = -1;
         while (c->memo_slot[slot]) {
             Py_ssize_t i = c->memo_slot[slot] - 1;
-            if (c->memo_hash[i] == h && memcmp(c->memo + i * entry_words, li, sizeof(uint64_t) * W) == 0) {
+            if (c->memo_hash[i] == h &&
+                memcmp(c->memo + i * entry_words, li, sizeof(uint64_t) * W) == 0) {
                 found = (int32_t)i;
                 c->memo_hits++;
                 break;

@@ -39,8 +39,10 @@ enum {
     P_TWOPHASE,
     P_COUNT
 };
-static const char *POLICY_NAMES[P_COUNT] = {"DTR",  "DTRLocal", "MSPS",      "LRU",     "LargestStorage",
-                                            "NbhdPenalty", "HEStar", "CostStale", "TwoPhase"};
+static const char *POLICY_NAMES[P_COUNT] = {"DTR",         "DTRLocal", "MSPS",
+                                            "LRU",         "LargestStorage",
+                                            "NbhdPenalty", "HEStar",   "CostStale",
+                                            "TwoPhase"};
 static const int POLICY_REGIONS[P_COUNT] = {1, 0, 1, 0, 0, 1, 1, 1, 1};
 
 #define NEVER INT64_MIN /* last_access not yet set: Python's -inf */
@@ -95,18 +97,18 @@ static void Core_dealloc(Core *c) {
                      c->op_args_off, c->op_args, c->tensor_storage, c->tensor_op, c->step_kind,
                      c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
-                     c->scratch_b, c->scratch_d, c->word_list, c->stack, c->cover.items, c->ev.kind.items,
-                     c->ev.storage.items, c->ev.depth.items, c->ev.pool_size.items,
-                     c->ev.runner_up.items, c->ev.i64, c->ev.f64, c->ev.op_max_pinned,
-                     c->ev.op_max_depth, c->order.items, c->news.items, c->dfs_node,
-                     c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1], c->slot[0],
-                     c->slot[1], c->clo, c->bases, c->par_stamp, c->res_stamp, c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin, c->nextflip,
-                     c->fr_log, c->ul_log, c->fh, c->uh,
-                     c->dirty, c->dirty_list.items, c->dirty_old, c->log, c->row_old[0],
-                     c->row_old[1], c->memo, c->memo_slot, c->memo_hash, c->memo_total,
-                     c->gclo, c->lc, c->base_entry, c->entry_base, c->label_rows,
-                     c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res, c->changes,
-                     c->rev_fresh_at, c->verify_rows};
+                     c->scratch_b, c->scratch_d, c->word_list, c->stack, c->cover.items,
+                     c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
+                     c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
+                     c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items, c->news.items,
+                     c->dfs_node, c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1],
+                     c->slot[0], c->slot[1], c->clo, c->bases, c->par_stamp, c->res_stamp,
+                     c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin, c->nextflip,
+                     c->fr_log, c->ul_log, c->fh, c->uh, c->dirty, c->dirty_list.items,
+                     c->dirty_old, c->log, c->row_old[0], c->row_old[1], c->memo, c->memo_slot,
+                     c->memo_hash, c->memo_total, c->gclo, c->lc, c->base_entry, c->entry_base,
+                     c->label_rows, c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
+                     c->changes, c->rev_fresh_at, c->verify_rows};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (int i = 0; i < c->n_spare; i++) PyMem_Free(c->spare[i]);
     for (Py_ssize_t i = 0; i < c->ck_slots; i++) PyMem_Free(c->ck_arena[i]);
@@ -157,7 +159,8 @@ static int build_static(Core *c) {
                 if (p == s) continue;
                 if (p > s) c->topological = 0;
                 int64_t key = (int64_t)p * n + s;
-                Py_ssize_t h = (Py_ssize_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 20) & (hcap - 1);
+                Py_ssize_t h =
+                    (Py_ssize_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 20) & (hcap - 1);
                 while (hash[h] != -1 && hash[h] != key) h = (h + 1) & (hcap - 1);
                 if (hash[h] == key) continue;
                 hash[h] = key;
@@ -176,7 +179,8 @@ static int build_static(Core *c) {
     c->ch_items = (int32_t *)PyMem_Calloc(n_edges + 1, sizeof(int32_t));
     c->pa_items = (int32_t *)PyMem_Calloc(n_edges + 1, sizeof(int32_t));
     int32_t *fill = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
-    if (!c->st_off || !c->st_items || !c->ch_off || !c->pa_off || !c->ch_items || !c->pa_items || !fill) {
+    if (!c->st_off || !c->st_items || !c->ch_off || !c->pa_off || !c->ch_items || !c->pa_items ||
+        !fill) {
         PyMem_Free(fill);
         PyErr_NoMemory();
         goto fail;
@@ -296,11 +300,12 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnnip", kwlist, &n, &bufs[0],
-                                     &bufs[1], &bufs[2], &bufs[3], &bufs[4], &bufs[5], &bufs[6],
-                                     &bufs[7], &bufs[8], &bufs[9], &bufs[10], &bufs[11], &policy,
-                                     &budget, &remat_limit, &retain, &nbhd_b, &twophase_k,
-                                     &time_limit, &events, &snapshots, &max_snapshots, &shared_search,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnnip", kwlist,
+                                     &n, &bufs[0], &bufs[1], &bufs[2], &bufs[3], &bufs[4],
+                                     &bufs[5], &bufs[6], &bufs[7], &bufs[8], &bufs[9], &bufs[10],
+                                     &bufs[11], &policy, &budget, &remat_limit, &retain, &nbhd_b,
+                                     &twophase_k, &time_limit, &events, &snapshots,
+                                     &max_snapshots, &shared_search,
                                      &verify_hash, &merging, &shared_rows, &max_log_bytes,
                                      &max_run_log_bytes, &checkpoint_words, &sweep_words,
                                      &incremental))
@@ -388,7 +393,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             Py_DECREF(item);
             if (s < 0 || s >= n) {
                 Py_DECREF(it);
-                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Core: retain id out of range");
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "Core: retain id out of range");
                 return -1;
             }
             c->retain[s] = 1;
@@ -429,7 +435,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->sweep_flab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_act = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->sweep_res = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
-    c->label_rows = (uint64_t *)PyMem_Calloc((size_t)128 * SWEEP_WORDS * c->words, sizeof(uint64_t));
+    c->label_rows =
+        (uint64_t *)PyMem_Calloc((size_t)128 * SWEEP_WORDS * c->words, sizeof(uint64_t));
     c->base_entry = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->entry_base = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     for (int d = 0; d < 2; d++) {
@@ -456,11 +463,16 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     }
-    if (!c->scratch_a || !c->scratch_b || !c->scratch_d || !c->word_list || !c->stack || !c->dfs_node || !c->dfs_edge || !c->bases || !c->par_stamp || !c->res_stamp || !c->res_mask || !c->par_idx || !c->nr_items || !c->lc || !c->label_rows ||
-        !c->sweep_lab || !c->sweep_flab || !c->sweep_act || !c->sweep_res || !c->base_entry || !c->entry_base || !c->rev_fresh_at) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list, c->stack,
+                                c->dfs_node, c->dfs_edge, c->bases, c->par_stamp, c->res_stamp,
+                                c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
+                                c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
+                                c->base_entry, c->entry_base, c->rev_fresh_at};
+    for (size_t i = 0; i < sizeof allocated / sizeof allocated[0]; i++)
+        if (!allocated[i]) {
+            PyErr_NoMemory();
+            return -1;
+        }
     if (events) {
         c->ev.op_max_pinned = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
         c->ev.op_max_depth = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
@@ -479,7 +491,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
 /* ---- Python methods ------------------------------------------------------------------------ */
 static PyObject *status_result(Core *c, int status) {
     if (status == ST_ERROR) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, c->error[0] ? c->error : "Core: error");
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, c->error[0] ? c->error : "Core: error");
         return NULL;
     }
     static const char *names[] = {"running", "ok", "oom", "thrashed", "timeout"};
@@ -569,38 +582,43 @@ static PyObject *Core_result(Core *c, PyObject *unused) {
                                               : PyLong_FromLongLong(s->exceeds_min - 1);
     if (!hi) { Py_DECREF(failure); return NULL; }
     return Py_BuildValue(
-        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsnsLsisisLsL}", "clock", (long long)s->clock, "model_compute",
-        (long long)s->model_compute, "remat_compute", (long long)s->remat_compute, "evictions",
-        (long long)s->evictions, "policy_evictions", (long long)s->policy_evictions,
-        "rematerializations", (long long)s->rematerializations, "operators",
-        (long long)s->operators, "max_memory", (long long)s->max_memory, "peak_pinned",
-        (long long)(s->peak_pinned > 0 ? s->peak_pinned : 0), "depth_at_peak_pinned",
-        (long long)s->depth_at_peak_pinned, "max_nesting_depth", (long long)s->max_depth,
-        "heuristic_evals", (long long)s->heuristic_evals, "failure", failure, "lo",
-        (long long)s->fits_max, "hi", hi, "budget", (long long)s->budget, "resumed_operator",
-        (long long)c->resumed_operator, "snapshots", c->n_snaps, "merged_operator",
-        (long long)(c->merged ? c->s.operators : -1), "tracked", c->tracking, "compared",
-        c->compared, "skipped_clock", (long long)c->skipped_clock,
+        "{sLsLsLsLsLsLsLsLsLsLsLsLsNsLsNsLsLsnsLsisisLsL}",
+        "clock", (long long)s->clock, "model_compute", (long long)s->model_compute,
+        "remat_compute", (long long)s->remat_compute, "evictions", (long long)s->evictions,
+        "policy_evictions", (long long)s->policy_evictions,
+        "rematerializations", (long long)s->rematerializations,
+        "operators", (long long)s->operators, "max_memory", (long long)s->max_memory,
+        "peak_pinned", (long long)(s->peak_pinned > 0 ? s->peak_pinned : 0),
+        "depth_at_peak_pinned", (long long)s->depth_at_peak_pinned,
+        "max_nesting_depth", (long long)s->max_depth,
+        "heuristic_evals", (long long)s->heuristic_evals, "failure", failure,
+        "lo", (long long)s->fits_max, "hi", hi, "budget", (long long)s->budget,
+        "resumed_operator", (long long)c->resumed_operator, "snapshots", c->n_snaps,
+        "merged_operator", (long long)(c->merged ? c->s.operators : -1), "tracked", c->tracking,
+        "compared", c->compared, "skipped_clock", (long long)c->skipped_clock,
         "resumed_clock", (long long)c->resumed_clock);
 }
 
 static PyObject *Core_stats(Core *c, PyObject *unused) {
     PyObject *d = Py_BuildValue(
-        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}", "searches", (long long)c->searches,
-        "visited", (long long)c->visited, "edges", (long long)c->edges_seen, "snapshots",
-        c->n_snaps, "snapshots_taken", c->snaps_taken, "snapshots_dropped", c->snaps_dropped,
+        "{sLsLsLsnsnsnsnsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}",
+        "searches", (long long)c->searches, "visited", (long long)c->visited,
+        "edges", (long long)c->edges_seen, "snapshots", c->n_snaps,
+        "snapshots_taken", c->snaps_taken, "snapshots_dropped", c->snaps_dropped,
         "state_bytes", (Py_ssize_t)c->arena_bytes, "merges", (long long)c->merges,
-        "steps_skipped", (long long)c->steps_skipped, "merges_blocked",
-        (long long)c->merges_blocked, "points_resumed", (long long)c->points_resumed,
+        "steps_skipped", (long long)c->steps_skipped,
+        "merges_blocked", (long long)c->merges_blocked,
+        "points_resumed", (long long)c->points_resumed,
         "mid_cascade_merges", (long long)c->mid_merges, "jumps", (long long)c->jumps,
         "steps_jumped", (long long)c->steps_jumped, "shared_passes", (long long)c->shared_passes,
-        "shared_passes_closure_rows", (long long)c->global_passes, "memo_hits",
-        (long long)c->memo_hits, "plain_passes", (long long)c->plain_passes, "cycle_passes",
-        (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes, "sweep_widest_chunk",
-        (long long)c->sweep_widest, "topological",
-        (long long)c->topological, "unlogged_segments", (long long)c->unlogged_segments,
-        "jumps_refused", (long long)c->jumps_refused, "incremental_searches",
-        (long long)c->incremental_searches, "fresh_absorbs", (long long)c->fresh_absorbs);
+        "shared_passes_closure_rows", (long long)c->global_passes,
+        "memo_hits", (long long)c->memo_hits, "plain_passes", (long long)c->plain_passes,
+        "cycle_passes", (long long)c->cycle_passes, "sweep_passes", (long long)c->sweep_passes,
+        "sweep_widest_chunk", (long long)c->sweep_widest, "topological", (long long)c->topological,
+        "unlogged_segments", (long long)c->unlogged_segments,
+        "jumps_refused", (long long)c->jumps_refused,
+        "incremental_searches", (long long)c->incremental_searches,
+        "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
     PyObject *epochs = Py_BuildValue("{sLsL}", "untracked_runs", (long long)c->untracked_runs,
                                      "epochs_started", (long long)c->epochs_started);
@@ -734,7 +752,8 @@ static PyObject *py_true_divide(PyObject *self, PyObject *args) {
 static PyObject *py_policies(PyObject *self, PyObject *unused) {
     PyObject *out = PyTuple_New(P_COUNT);
     if (!out) return NULL;
-    for (int i = 0; i < P_COUNT; i++) PyTuple_SET_ITEM(out, i, PyUnicode_FromString(POLICY_NAMES[i]));
+    for (int i = 0; i < P_COUNT; i++)
+        PyTuple_SET_ITEM(out, i, PyUnicode_FromString(POLICY_NAMES[i]));
     return out;
 }
 

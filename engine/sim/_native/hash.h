@@ -1,4 +1,5 @@
-/* Part of the C runtime: the state hash and the tracked writes that keep it (and each segment's changed words) up to date.
+/* Part of the C runtime: the state hash and the tracked writes that keep it (and each
+   segment's changed words) up to date.
    core.c includes the parts once, in order, as one translation unit (so their static
    functions inline across parts as they did in one file). */
 #ifndef DTR_HASH_H

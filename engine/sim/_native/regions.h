@@ -1,4 +1,5 @@
-/* Part of the C runtime: the maintained evicted neighbourhoods (interiors, frontiers and their compute) of every storage.
+/* Part of the C runtime: the maintained evicted neighbourhoods (interiors, frontiers and their
+   compute) of every storage.
    core.c includes the parts once, in order, as one translation unit (so their static
    functions inline across parts as they did in one file). */
 #ifndef DTR_REGIONS_H

@@ -56,7 +56,8 @@ static int enter(Core *c, int32_t t, int remat) {
     int32_t op = c->tensor_op[t];
     const int32_t *args = c->op_args + c->op_args_off[op];
     int32_t n_args = c->op_args_off[op + 1] - c->op_args_off[op];
-    for (int32_t j = 0; j < n_args; j++) PUT(c, a->last_access[c->tensor_storage[args[j]]], c->s.clock);
+    for (int32_t j = 0; j < n_args; j++)
+        PUT(c, a->last_access[c->tensor_storage[args[j]]], c->s.clock);
     for (int32_t j = 0; j < n_args; j++)
         if (a->defined[args[j]]) lock(c, c->tensor_storage[args[j]]);
     if (vec_reserve(&c->und, c->s.und_top + n_args + 1) < 0) return -1;

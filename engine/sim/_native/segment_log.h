@@ -29,7 +29,8 @@ static Py_ssize_t encode_segment(uint8_t *out, const int32_t *idx, const uint64_
         int64_t d = (int64_t)idx[i] - prev;
         prev = idx[i];
         int single = !(x & (x - 1));
-        uint64_t code = single ? 64 + (uint64_t)__builtin_ctzll(x) : (uint64_t)(lo << 3 | (hi - lo));
+        uint64_t code =
+            single ? 64 + (uint64_t)__builtin_ctzll(x) : (uint64_t)(lo << 3 | (hi - lo));
         uint64_t v = ((((uint64_t)d << 1) ^ (uint64_t)(d >> 63)) << 7) | code;
         while (v >= 0x80) {
             *o++ = (uint8_t)(v | 0x80);

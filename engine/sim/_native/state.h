@@ -1,4 +1,5 @@
-/* Part of the C runtime: the runtime's types: the program, the dynamic state (arena arrays, scalars, frames), snapshots, trajectory points and the event log.
+/* Part of the C runtime: the runtime's types: the program, the dynamic state (arena arrays,
+   scalars, frames), snapshots, trajectory points and the event log.
    core.c includes the parts once, in order, as one translation unit (so their static
    functions inline across parts as they did in one file). */
 #ifndef DTR_STATE_H
@@ -19,7 +20,8 @@ typedef struct {
         if (need_ > (capacity)) {                                                               \
             Py_ssize_t n_ = (capacity) ? (capacity) : (first);                                  \
             while (n_ < need_) n_ *= 2;                                                         \
-            __typeof__(items) g_ = (__typeof__(items))PyMem_Realloc((items), sizeof *(items) * n_); \
+            __typeof__(items) g_ =                                                              \
+                (__typeof__(items))PyMem_Realloc((items), sizeof *(items) * n_);                \
             if (g_) {                                                                           \
                 (items) = g_;                                                                   \
                 (capacity) = n_;                                                                \
@@ -171,7 +173,8 @@ typedef struct {
     uint64_t *gclo;   /* shared_pass's closures as global rows (see there) */
     Py_ssize_t gclo_cap;
     int64_t *lc;      /* shared_pass's compute by local id */
-    int32_t *base_entry, *entry_base; /* shared_pass's: each base's memo entry, each entry's first base */
+    /* shared_pass's: each base's memo entry, each entry's first base */
+    int32_t *base_entry, *entry_base;
     int shared_rows;  /* how shared_pass builds its rows: ROWS_AUTO, or one way (a test switch) */
     /* shared_pass's results by closure union: bases whose evicted neighbours' closures unite
        to the same local sets get the same global rows (half of them, in deep cascades) */

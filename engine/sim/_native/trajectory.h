@@ -1,4 +1,5 @@
-/* Part of the C runtime: the trajectories that let a walk's run merge into or jump along the previous one.
+/* Part of the C runtime: the trajectories that let a walk's run merge into or jump along the
+   previous one.
    core.c includes the parts once, in order, as one translation unit (so their static
    functions inline across parts as they did in one file). */
 #ifndef DTR_TRAJECTORY_H
@@ -123,9 +124,10 @@ static void hash_fields(uint64_t a1, uint64_t a2, const int64_t v[14], const uin
 
 static void point_hash(Core *c, const uint64_t stack[4], uint64_t *o1, uint64_t *o2) {
     const Scalars *s = &c->s;
-    int64_t v[14] = {s->clock,      s->memory,     s->pool_bytes, s->model_compute, s->remat_compute,
-                     s->operators,  s->pool_head,  s->pool_tail,  s->pool_count,    s->step,
-                     s->mat_active, s->fs_top,     s->und_top,    s->depth};
+    int64_t v[14] = {s->clock,         s->memory,        s->pool_bytes, s->model_compute,
+                     s->remat_compute, s->operators,     s->pool_head,  s->pool_tail,
+                     s->pool_count,    s->step,          s->mat_active, s->fs_top,
+                     s->und_top,       s->depth};
     hash_fields(s->h1, s->h2, v, stack, o1, o2);
 }
 
