@@ -16,15 +16,22 @@ static int log_reserve(Core *c, Py_ssize_t need) {
    InceptionV4's thrashing runs), else (x's first nonzero byte) << 3 | (its length - 1),
    followed by those bytes of x. About 6 bytes a word instead of 12 (index and value): the
    rows a change touches are far apart in the arena. Words back at their old value are left
-   out. At most ENCODED_MAX bytes a word. */
+   out. At most ENCODED_MAX bytes a word. In the same pass (one read of each word) the open
+   segment's marks are cleared and its changed words go into the state hash (see hash.h). */
 #define ENCODED_MAX 15
-static Py_ssize_t encode_segment(uint8_t *out, const int32_t *idx, const uint64_t *old,
-                                 const uint64_t *words, Py_ssize_t n, int64_t *encoded) {
+static Py_ssize_t close_words(Core *c, uint8_t *out) {
+    const int32_t *idx = c->dirty_list.items;
+    const uint64_t *old = c->dirty_old, *words = (const uint64_t *)c->arena;
+    Py_ssize_t n = c->dirty_list.len;
     uint8_t *o = out;
     int64_t prev = 0, count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t x = old[i] ^ words[idx[i]];
+        int32_t w = idx[i];
+        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+        uint64_t now = words[w], x = old[i] ^ now;
         if (!x) continue;
+        hash_word(c, w, old[i]);
+        hash_word(c, w, now);
         int lo = __builtin_ctzll(x) >> 3, hi = (63 - __builtin_clzll(x)) >> 3;
         int64_t d = (int64_t)idx[i] - prev;
         prev = idx[i];
@@ -43,7 +50,8 @@ static Py_ssize_t encode_segment(uint8_t *out, const int32_t *idx, const uint64_
         }
         count++;
     }
-    *encoded += count;
+    c->dirty_list.len = 0;
+    c->words_logged += count;
     return o - out;
 }
 

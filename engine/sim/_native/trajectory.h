@@ -27,24 +27,13 @@
    (a "lazy" snapshot, nothing copied). */
 enum { ST_MERGED = 6, ST_JUMPED = 7 };
 
+/* The arena's hash from scratch (the arena holds the state's arrays and nothing else; its
+   padding words stay 0 and add nothing). */
 static void full_hash(Core *c, uint64_t *h1, uint64_t *h2) {
     uint64_t keep1 = c->s.h1, keep2 = c->s.h2;
-    Arrays *a = &c->a;
-    Py_ssize_t n = c->n;
     c->s.h1 = c->s.h2 = 0;
-    uint8_t *u8s[4] = {a->defined, a->material, a->pinned, a->in_pool};
-    int32_t *i32s[8] = {a->ref_int, a->ref_ext, a->last_op, a->st_len,
-                        a->ch_len, a->pa_len, a->pool_prev, a->pool_next};
-    int64_t *i64s[4] = {a->last_access, a->compute, a->fwd_sum, a->rev_sum};
-    uint64_t *sets[4] = {a->fwd_int, a->fwd_fr, a->rev_int, a->rev_fr};
-    for (Py_ssize_t i = 0; i < n; i++) {
-        for (int k = 0; k < 4; k++) hash_term(c, &u8s[k][i], (uint64_t)u8s[k][i]);
-        for (int k = 0; k < 8; k++) hash_term(c, &i32s[k][i], (uint64_t)i32s[k][i]);
-        for (int k = 0; k < 4; k++) hash_term(c, &i64s[k][i], (uint64_t)i64s[k][i]);
-    }
-    for (int k = 0; k < 4; k++)
-        for (Py_ssize_t i = 0; i < n * c->words; i++)
-            if (sets[k][i]) hash_term(c, &sets[k][i], sets[k][i]);
+    const uint64_t *words = (const uint64_t *)c->arena;
+    for (Py_ssize_t w = 0; w < (Py_ssize_t)(c->arena_bytes / 8); w++) hash_word(c, w, words[w]);
     uint64_t got1 = c->s.h1, got2 = c->s.h2;
     c->s.h1 = keep1;
     c->s.h2 = keep2;
@@ -170,7 +159,8 @@ static int room_for_log(Core *c, Py_ssize_t n) {
     return !past_log_limit(c, n);
 }
 
-/* The open segment ends: its sums and changed words go to the run's last point. */
+/* The open segment ends: its sums and changed words go to the run's last point, and the
+   changed words into the state hash (see hash.h). */
 static void close_segment(Core *c) {
     Scalars *s = &c->s;
     Point *g = &c->own[c->n_own - 1];
@@ -185,14 +175,13 @@ static void close_segment(Core *c) {
     g->fits_max = s->seg_fits_max;
     g->exceeds_min = s->seg_exceeds_min;
     s->seg_open = 0;
-    const uint64_t *words = (const uint64_t *)c->arena;
-    Py_ssize_t n = c->dirty_list.len, bytes = 0;
+    Py_ssize_t bytes = 0;
     g->unlogged = 0;
-    if (log_reserve(c, c->log_len + ENCODED_MAX * n) < 0) {
-        c->dirty_failed = 1;
+    if (log_reserve(c, c->log_len + ENCODED_MAX * c->dirty_list.len) < 0) {
+        c->dirty_failed = 1; /* the run ends with the error */
+        discard_dirty(c);
     } else {
-        bytes = encode_segment(c->log + c->log_len, c->dirty_list.items, c->dirty_old, words, n,
-                               &c->words_logged);
+        bytes = close_words(c, c->log + c->log_len);
         c->run_bytes += bytes;
         if (!room_for_log(c, bytes)) {
             g->unlogged = 1; /* see log_limit */
@@ -203,11 +192,6 @@ static void close_segment(Core *c) {
     g->log_off = c->log_len;
     g->log_len = bytes;
     c->log_len += bytes;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t w = c->dirty_list.items[i];
-        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
-    }
-    c->dirty_list.len = 0;
 }
 
 /* ---- checkpoints (see ck_arena in state.h) ---- */
