@@ -749,6 +749,19 @@ static PyObject *py_true_divide(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(q);
 }
 
+/* For the tests: the state hash's product, as the runtime computes it and by the loop. */
+static PyObject *py_carryless_product(PyObject *self, PyObject *args) {
+    unsigned long long a, b;
+    int loop = 0;
+    if (!PyArg_ParseTuple(args, "KK|p", &a, &b, &loop)) return NULL;
+    uint64_t lo, hi;
+    if (loop)
+        carryless_product_loop(a, b, &lo, &hi);
+    else
+        carryless_product(a, b, &lo, &hi);
+    return u128_to_pylong(((unsigned __int128)hi << 64) | lo);
+}
+
 static PyObject *py_policies(PyObject *self, PyObject *unused) {
     PyObject *out = PyTuple_New(P_COUNT);
     if (!out) return NULL;
@@ -759,6 +772,8 @@ static PyObject *py_policies(PyObject *self, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"true_divide", py_true_divide, METH_VARARGS, "num / den as Python's int true division."},
+    {"carryless_product", py_carryless_product, METH_VARARGS,
+     "(a, b[, loop]): the 128-bit carry-less product of two 64-bit words (the state hash's)"},
     {"policies", py_policies, METH_NOARGS, "the policies implemented in C"},
     {NULL, NULL, 0, NULL},
 };

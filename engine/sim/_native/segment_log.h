@@ -30,8 +30,7 @@ static Py_ssize_t close_words(Core *c, uint8_t *out) {
         c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
         uint64_t now = words[w], x = old[i] ^ now;
         if (!x) continue;
-        hash_word(c, w, old[i]);
-        hash_word(c, w, now);
+        hash_word(c, w, x);
         int lo = __builtin_ctzll(x) >> 3, hi = (63 - __builtin_clzll(x)) >> 3;
         int64_t d = (int64_t)idx[i] - prev;
         prev = idx[i];
