@@ -1,7 +1,7 @@
 """Whether a walk's next run keeps a trajectory (engine/sim/_native/trajectory.h).
 
-A run that keeps one hashes every write and logs every changed word, so that the next run
-can merge into it or jump along it. Where runs rejoin their predecessor (InceptionV4's band,
+A run that keeps one marks every word it changes, and logs and hashes them as each segment
+closes, so that the next run can merge into it or jump along it. Where runs rejoin their predecessor (InceptionV4's band,
 the Unrolled GAN near 0.22: 83-93% of the runs) that pays many times over; where they rarely
 do (the TreeLSTM below 0.1, the LSTM at 0.22), it is pure cost: a run that keeps a trajectory
 took 1.71x the time of one that does not on the TreeLSTM from 0.075, 1.43x on the LSTM from
