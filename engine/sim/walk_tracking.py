@@ -1,11 +1,12 @@
 """Whether a walk's next run keeps a trajectory (engine/sim/_native/trajectory.h).
 
 A run that keeps one marks every word it changes, and logs and hashes them as each segment
-closes, so that the next run can merge into it or jump along it. Where runs rejoin their predecessor (InceptionV4's band,
-the Unrolled GAN near 0.22: 83-93% of the runs) that pays many times over; where they rarely
-do (the TreeLSTM below 0.1, the LSTM at 0.22), it is pure cost: a run that keeps a trajectory
-took 1.71x the time of one that does not on the TreeLSTM from 0.075, 1.43x on the LSTM from
-0.22 (walks of the same executions side by side, one process). So a walk measures what its
+closes, so that the next run can merge into it or jump along it. Where runs rejoin their
+predecessor (InceptionV4's band, the Unrolled GAN near 0.22: 83-93% of the runs) that pays
+many times over; where they rarely do (the TreeLSTM below 0.1, the LSTM at 0.22), it is pure
+cost: a run that keeps a trajectory took 1.71x the time of one that does not on the TreeLSTM
+from 0.075, 1.43x on the LSTM from 0.22 (walks of the same executions side by side, one
+process). So a walk measures what its
 trajectories save and keeps them only while that pays. The records are the same either way:
 only the work differs.
 """
