@@ -1,5 +1,5 @@
-/* Part of the C runtime: the state hash and the tracked writes that keep it (and each
-   segment's changed words) up to date.
+/* Part of the C runtime: the state hash, and the tracked writes that mark each segment's
+   changed words (the log and the hash take them when the segment closes).
    core.c includes the parts once, in order, as one translation unit (so their static
    functions inline across parts as they did in one file). */
 #ifndef DTR_HASH_H
@@ -9,7 +9,7 @@
    A walk's run that reaches a boundary in exactly the state the previous run had there goes on
    exactly as that run did (up to budget comparisons, checked separately), so it can take the
    rest over instead of replaying it. "Exactly the state" is tested by a 128-bit hash of the
-   whole arena: the XOR over its words of word_hash(offset, value), the carry-less product of
+   whole arena: the XOR over its words of hash_word(offset, value), the carry-less product of
    the value and a key drawn from the offset. It is linear in the value (the hashes of two
    values XOR to the hash of their XOR), so a segment's change to a word is one term, of
    old ^ new, folded in as the segment closes (close_segment, in the pass that encodes those
