@@ -599,7 +599,7 @@ def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
     # odd seeds: a walked landscape's disjoint intervals; even ones overlap (conflicts)
     frame = pd.DataFrame(_random_runs(seed, walked=seed % 2 == 1))
     rows = frame.to_dict("records")  # the row-wise code, on the values the frame holds
-    compared = conflicts = 0
+    compared = conflicts = tables = 0
     for policy, cap in (("DTR", 60.0), ("DTR", 10.0), ("MSPS", 60.0)):
         for kwargs in ({"newest_version": True}, {"trace_sha256": "sha-b"}, {}):
             try:
@@ -611,10 +611,13 @@ def test_select_over_a_frame_equals_select_over_its_rows(seed: int) -> None:
                 continue
             by_columns = select(frame, policy=policy, cap=cap, **kwargs)  # type: ignore[arg-type]
             assert by_columns == by_rows
+            # a walk's disjoint intervals stay columns (engine/landscape/interval_table.py)
+            tables += type(by_columns.intervals).__name__ == "IntervalTable"
             compared += bool(by_rows.intervals and by_rows.samples)
             conflicts += by_rows.conflicting_intervals
     assert compared >= 3  # cases that select something (others raise TraceVersionsError)
-    assert (conflicts == 0) == (seed % 2 == 1)  # both ways of `_frame_intervals` are taken
+    assert (conflicts == 0) == (seed % 2 == 1)  # both ways of `frame_intervals` are taken
+    assert tables > 0 or seed % 2 == 0
 
 
 def _exact_range_by_bytes(region: dict, intervals: list[Interval]) -> dict:
@@ -772,3 +775,85 @@ def test_interval_edges_equal_their_definition_by_bytes(seed: int) -> None:
         if edge is not None:
             assert edge.pop("run_id") is None
     assert found == _edges_by_bytes(intervals, beyond=at + 40)
+
+
+def _random_intervals(seed: int, n: int) -> list[Interval]:
+    """Sorted, disjoint intervals: mostly touching, some gaps, every status, runs of one
+    class long and short, sometimes an open last one (what a walk stores)."""
+    import random
+
+    rng = random.Random(seed)
+    statuses = ["ok", "oom", "thrashed", "timeout"]
+    intervals, at, status = [], rng.choice([0, 3]), "oom"
+    for k in range(n):
+        at += rng.choice([0, 0, 0, 0, 1, 9])
+        if rng.random() < 0.3:
+            status = rng.choice(statuses)
+        width = rng.randrange(1, 20)
+        overhead = rng.choice([None, 1.0 + rng.random()]) if status == "ok" else None
+        intervals.append(Interval(at, at + width - 1, status, overhead, f"r{k}"))
+        at += width
+    if n and rng.random() < 0.5:
+        last = intervals.pop()
+        intervals.append(Interval(last.lo, None, last.status, last.overhead, last.run_id))
+    return intervals
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_interval_table_scans_equal_the_lists(seed: int) -> None:
+    """What `select` gives for a DataFrame (an IntervalTable) answers every scan of the
+    hole report from its columns exactly as the list of the same Intervals does."""
+    import random
+
+    from engine.landscape.interval_table import IntervalTable
+    from engine.landscape.intervals import stretches, touching_runs
+
+    intervals = _random_intervals(seed, n=[0, 1, 2, 5, 40, 300][seed % 6])
+    table = IntervalTable.of(intervals)
+    assert len(table) == len(intervals)
+    assert table == intervals and intervals == table and list(table) == intervals
+    assert table[-1:] == intervals[-1:] and table[3:9] == intervals[3:9]
+    if intervals:
+        assert table[-1] == intervals[-1] and table[0] == intervals[0]
+        with pytest.raises(IndexError):
+            table[len(intervals)]
+    assert touching_runs(table) == touching_runs(intervals)
+    assert stretches(table) == stretches(intervals)
+    assert interval_edges(table) == interval_edges(intervals)
+    assert interval_holes(table) == interval_holes(intervals)
+    top = intervals[-1].lo + 30 if intervals else 50
+    rng = random.Random(seed)
+    for _ in range(20):
+        below, fail, last, above = sorted(rng.sample(range(0, top + 1), 4))
+        region = {
+            "budgets": {
+                "last_ok_below": below,
+                "first_fail": fail,
+                "last_fail": last,
+                "first_ok_above": above,
+            }
+        }
+        assert exact_range(region, table) == exact_range(region, intervals)
+    # a table of other intervals is not equal
+    if intervals:
+        assert table != intervals[:-1]
+        assert table != [*intervals[:-1], Interval(0, 0, "ok")]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_select_over_a_frame_with_start_times_as_text(seed: int) -> None:
+    """Start times that are not datetime64 (text, as an imported table may hold them) are
+    ordered by pandas' sort, as the row-wise code orders them."""
+    import pandas as pd
+
+    from engine.landscape.holes import select
+
+    rows = _random_runs(seed, walked=True)
+    for row in rows:
+        started = row["started_at"]
+        row["started_at"] = None if pd.isna(started) else started.isoformat()
+    frame = pd.DataFrame(rows)
+    assert not pd.api.types.is_datetime64_dtype(frame["started_at"])
+    by_rows = select(frame.to_dict("records"), policy="DTR", cap=60.0, newest_version=True)
+    by_columns = select(frame, policy="DTR", cap=60.0, newest_version=True)
+    assert by_columns == by_rows and by_rows.intervals

@@ -24,7 +24,7 @@ Which runs are samples (`select`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +176,8 @@ class Selection:
     versions: list[str]  # every version among the comparable runs, newest first
     runs: int  # comparable runs of the chosen version
     samples: list[Sample]  # ratio-given runs, oldest first, timeouts included
-    intervals: list[Interval]  # distinct same-execution intervals of the resolved runs
+    # distinct same-execution intervals of the resolved runs (an IntervalTable from a frame)
+    intervals: Sequence[Interval]
     conflicting_intervals: int
     without_version: int  # runs with no SHA-256 set aside because other runs have one
 

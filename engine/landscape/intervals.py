@@ -13,7 +13,10 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.landscape.interval_table import IntervalTable
 
 FAILING = ("oom", "thrashed")
 # Unresolved outcomes are set aside before counting: a timeout, or simrd's stack running out
@@ -111,6 +114,9 @@ def stretches(intervals: Iterable[Interval]) -> list[tuple[int, int | None]]:
     """The certified byte ranges: maximal runs of touching intervals (sorted, disjoint), where
     every byte's execution is known. The one definition the report, `holes` and the
     dashboard share."""
+    table = _as_table(intervals)
+    if table is not None:
+        return table.stretches()
     out: list[tuple[int, int | None]] = []
     for interval in intervals:
         if out and out[-1][1] is not None and out[-1][1] + 1 == interval.lo:
@@ -123,6 +129,9 @@ def stretches(intervals: Iterable[Interval]) -> list[tuple[int, int | None]]:
 def touching_runs(intervals: Sequence[Interval]) -> list[tuple[int, int]]:
     """Index ranges [i, j] of maximal stretches of touching intervals (hi + 1 == next lo)
     that are all failing, or all not failing: the exactly classified stretches."""
+    table = _as_table(intervals)
+    if table is not None:
+        return table.touching_runs()
     runs: list[tuple[int, int]] = []
     i = 0
     while i < len(intervals):
@@ -136,6 +145,12 @@ def touching_runs(intervals: Sequence[Interval]) -> list[tuple[int, int]]:
         runs.append((i, j))
         i = j + 1
     return runs
+
+
+def _as_table(intervals: Iterable[Interval]) -> IntervalTable | None:
+    """The intervals as an IntervalTable (engine/landscape/interval_table.py: what `select`
+    gives for a DataFrame, whose scans read its arrays), else None: a list, the reference."""
+    return intervals if hasattr(intervals, "touching_runs") else None  # type: ignore[return-value]
 
 
 def _touch(below: Interval, above: Interval) -> bool:
@@ -250,7 +265,11 @@ def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
     the true edge may then lie lower, in the unclassified bytes, and the byte is an upper
     bound only (a trace only sampled has intervals that touch nothing).
     Either is None without a completing interval."""
-    first = next((k for k, interval in enumerate(intervals) if interval.status == "ok"), None)
+    table = _as_table(intervals)
+    if table is not None:
+        first = table.first_ok()
+    else:
+        first = next((k for k, interval in enumerate(intervals) if interval.status == "ok"), None)
     first_success = None
     if first is not None:
         first_success = {
@@ -260,9 +279,7 @@ def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
         }
     stable_from = None
     if intervals and intervals[-1].status == "ok":
-        k = len(intervals) - 1
-        while k > 0 and _touch(intervals[k - 1], intervals[k]) and intervals[k - 1].status == "ok":
-            k -= 1
+        k = _lowest_touching(intervals, len(intervals) - 1, ok=True)
         stable_from = {
             "byte": intervals[k].lo,
             "run_id": intervals[k].run_id,
@@ -275,10 +292,24 @@ def interval_edges(intervals: Sequence[Interval]) -> dict[str, Any]:
 def _failing_from(intervals: Sequence[Interval], k: int) -> int | None:
     """The lowest byte of the failing intervals touching intervals[k] from below, one after
     another with no gap (None without one)."""
-    j = k
-    while j > 0 and _touch(intervals[j - 1], intervals[j]) and failing(intervals[j - 1].status):
-        j -= 1
+    j = _lowest_touching(intervals, k, ok=False)
     return intervals[j].lo if j < k else None
+
+
+def _lowest_touching(intervals: Sequence[Interval], k: int, *, ok: bool) -> int:
+    """The lowest j <= k such that intervals j..k touch one after another and j..k-1 all
+    complete (ok) or all fail (not ok)."""
+    table = _as_table(intervals)
+    if table is not None:
+        return table.lowest_touching(k, table.ok if ok else table.failing)
+    j = k
+    while (
+        j > 0
+        and _touch(intervals[j - 1], intervals[j])
+        and (intervals[j - 1].status == "ok" if ok else failing(intervals[j - 1].status))
+    ):
+        j -= 1
+    return j
 
 
 # -- rows ------------------------------------------------------------------------------------
