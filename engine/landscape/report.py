@@ -11,17 +11,16 @@ its interval and the run that proves it, so a disagreement names the run to open
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.landscape.frame_selection import frame_intervals
 from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.intervals import (
     Interval,
     covered_bytes,
     covering,
-    distinct_intervals,
     failing,
-    interval_from_row,
     interval_holes,
     stretches,
 )
@@ -50,7 +49,8 @@ PUBLISHED: dict[str, list[tuple[float | None, float, float, float | None]]] = {
 
 
 def _stored(store: Store, policy: str, cap: float) -> dict[str, dict[str, Any]]:
-    """Per trace version: its name, peak and distinct intervals under (policy, cap)."""
+    """Per trace version: its name, peak, distinct intervals under (policy, cap) (an
+    IntervalTable where they are disjoint, as a walk's are) and how many conflicted."""
     frame = store.query(
         "SELECT trace, trace_sha256, peak, run_id, status, overhead, same_lo, same_hi FROM runs "
         f"WHERE {SAME_SETTINGS} AND status IN ('ok', 'oom', 'thrashed') "
@@ -59,11 +59,22 @@ def _stored(store: Store, policy: str, cap: float) -> dict[str, dict[str, Any]]:
         [policy, float(cap)],
     )
     versions: dict[str, dict[str, Any]] = {}
-    for row in frame.to_dict("records"):
-        entry = versions.setdefault(
-            row["trace_sha256"], {"trace": row["trace"], "peak": row["peak"], "rows": []}
+    # versions in the order their first (oldest) run comes, each one's rows in age order
+    for sha256, rows in frame.groupby("trace_sha256", sort=False):
+        intervals, conflicts = frame_intervals(
+            rows["same_lo"],
+            rows["same_hi"],
+            rows["status"],
+            rows["overhead"],
+            rows["run_id"].tolist(),
         )
-        entry["rows"].append(interval_from_row(row))
+        first = rows.iloc[0]
+        versions[str(sha256)] = {
+            "trace": first["trace"],
+            "peak": first["peak"],
+            "intervals": intervals,
+            "conflicts": conflicts,
+        }
     return versions
 
 
@@ -71,8 +82,10 @@ def _ratio(budget: int | None, peak: int | None) -> float | None:
     return None if budget is None or not peak else budget / peak
 
 
-def trace_report(name: str, sha256: str, peak: int, raw: list[Interval]) -> dict[str, Any]:
-    intervals, conflicts = distinct_intervals(raw)
+def trace_report(
+    name: str, sha256: str, peak: int, intervals: Sequence[Interval], conflicts: int
+) -> dict[str, Any]:
+    """One trace version's entry, from its distinct intervals (sorted, disjoint)."""
     certified = stretches(intervals)
     holes = []
     for hole in interval_holes(intervals):
@@ -116,7 +129,7 @@ def trace_report(name: str, sha256: str, peak: int, raw: list[Interval]) -> dict
 
 
 def compare_published(
-    name: str, peak: int, intervals: list[Interval], holes: list[dict[str, Any]]
+    name: str, peak: int, intervals: Sequence[Interval], holes: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Each published sample against the exact landscape, and each published region against
     the exact holes between its completing brackets."""
@@ -163,7 +176,9 @@ def _all_agree(verdicts: list[bool | None]) -> bool | None:
     return None if any(v is None for v in verdicts) else True
 
 
-def _sample(ratio: float, expected: str, peak: int, intervals: list[Interval]) -> dict[str, Any]:
+def _sample(
+    ratio: float, expected: str, peak: int, intervals: Sequence[Interval]
+) -> dict[str, Any]:
     budget = budget_for(ratio, peak)
     at = covering(intervals, budget)
     found = intervals[at] if at is not None else None
@@ -197,7 +212,9 @@ def landscape_report(
     traces = []
     for sha256, entry in _stored(store, spec, cap).items():
         peak = int(entry["peak"]) if entry["peak"] == entry["peak"] else 0
-        report = trace_report(str(entry["trace"]), sha256, peak, entry["rows"])
+        report = trace_report(
+            str(entry["trace"]), sha256, peak, entry["intervals"], entry["conflicts"]
+        )
         paid = spent.get(sha256, {})
         report["runs_stored"] = int(paid.get("runs") or 0)
         report["run_seconds"] = float(paid.get("seconds") or 0.0)
