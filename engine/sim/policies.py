@@ -91,6 +91,17 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
+def _e_star_compute(sim: SimulationState, s: int) -> int:
+    """c(e*): the storage's own compute and its maintained evicted neighbourhood's."""
+    return sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]
+
+
+def _h_dtr(sim: SimulationState, s: int) -> float:
+    """h_DTR = c(e*) / (size * staleness); INF when that product is not positive."""
+    denominator = sim.size[s] * (sim.clock - sim.last_access[s])
+    return _e_star_compute(sim, s) / denominator if denominator > 0 else INF
+
+
 def _e_star_size(sim: SimulationState, s: int) -> int:
     """|e*|: how many distinct evicted storages the maintained neighbourhood holds."""
     assert sim.regions is not None
@@ -132,9 +143,7 @@ class DTR(Policy):
         return victim, best
 
     def score(self, sim: SimulationState, s: int) -> float:
-        denominator = sim.size[s] * (sim.clock - sim.last_access[s])
-        numerator = sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]
-        return numerator / denominator if denominator > 0 else INF
+        return _h_dtr(sim, s)
 
 
 @register
@@ -222,10 +231,9 @@ class NbhdPenalty(Policy):
     defaults = {"b": 0.25}
 
     def score(self, sim: SimulationState, s: int) -> float:
-        denominator = sim.size[s] * (sim.clock - sim.last_access[s])
-        if not denominator > 0:
+        h = _h_dtr(sim, s)
+        if h == INF:  # no size or no staleness: INF whatever b and |e*| (INF * 0 is NaN)
             return INF
-        h = (sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]) / denominator
         return h * (1 + self.params["b"] * _e_star_size(sim, s))
 
 
@@ -242,8 +250,7 @@ class HEStar(Policy):
 
 def _cost_stale(sim: SimulationState, s: int) -> float:
     staleness = sim.clock - sim.last_access[s]
-    numerator = sim.compute[s] + sim.fwd_compute[s] + sim.rev_compute[s]
-    return numerator / staleness if staleness > 0 else INF
+    return _e_star_compute(sim, s) / staleness if staleness > 0 else INF
 
 
 @register
