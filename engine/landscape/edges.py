@@ -6,7 +6,6 @@ bisection itself is engine/landscape/intervals.py's `find_edges`; the runs it ma
 from __future__ import annotations
 
 import os
-import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,19 +30,9 @@ def find_exact_edges(
     spec = the_policy.spec
     if not known:
         raise ValueError(f"no stored runs of {ref.name} with policy {spec}, cap {cap:g}")
-    walk_id = uuid.uuid4().hex
     top = known[-1].hi if known[-1].hi is not None else known[-1].lo
-    row = _walk_row(
-        walk_id=walk_id,
-        kind="edges",
-        trace=ref.name,
-        trace_sha256=program.sha256,
-        policy=spec,
-        cap=float(cap),
-        from_budget=known[0].lo,
-        to_budget=top,
-    )
-    writer = RunWriter(store, walk_id, "edge", cap)
+    row = _walk_row("edges", ref, program, spec, cap, from_budget=known[0].lo, to_budget=top)
+    writer = RunWriter(store, row["walk_id"], "edge", cap)
     try:
         edges, bisected = find_edges(known, lambda budget: writer.run(ref, budget, spec))
     except BaseException:

@@ -141,8 +141,29 @@ class RunWriter:
             self.store.compact()
 
 
-def _walk_row(**row: Any) -> dict[str, Any]:
-    return {"started_at": datetime.now(), **row}
+def _walk_row(
+    kind: str,
+    ref: TraceRef,
+    program: Program,
+    policy: str,
+    cap: float,
+    *,
+    from_budget: int,
+    to_budget: int,
+) -> dict[str, Any]:
+    """A new walk's row of the store's `walks` table (an edge search is a walk too): a fresh
+    walk id, started now; how it ended is added when it stops."""
+    return {
+        "started_at": datetime.now(),
+        "walk_id": uuid.uuid4().hex,
+        "kind": kind,
+        "trace": ref.name,
+        "trace_sha256": program.sha256,
+        "policy": policy,
+        "cap": float(cap),
+        "from_budget": from_budget,
+        "to_budget": to_budget,
+    }
 
 
 def _result_head(row: dict[str, Any], cap: float) -> dict[str, Any]:
@@ -195,17 +216,8 @@ def walk_landscape(
         raise ValueError(f"the range must go upward: from {start} to {end}")
     the_policy, ref, program, known, _ = _stored(store, trace, policy, cap, traces)
     spec = the_policy.spec
-    walk_id = uuid.uuid4().hex
-    row = _walk_row(
-        walk_id=walk_id,
-        kind="landscape",
-        trace=ref.name,
-        trace_sha256=program.sha256,
-        policy=spec,
-        cap=float(cap),
-        from_budget=start,
-        to_budget=end,
-    )
+    row = _walk_row("landscape", ref, program, spec, cap, from_budget=start, to_budget=end)
+    walk_id = row["walk_id"]
     certified = policy_certified(the_policy)
     found: dict[tuple[int, int | None], Interval] = {(i.lo, i.hi): i for i in known}
     new_ids: set[str] = set()
