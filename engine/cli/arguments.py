@@ -1,12 +1,18 @@
 """Argument types shared by the subcommands: each rejects bad text with a message that says
-what was expected (argparse turns it into the CLI's one-line error)."""
+what was expected (argparse turns it into the CLI's one-line error). Also the options several
+subcommands share, and what they read from them."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.landscape.progress import Progress
+    from engine.sim.catalog import TraceRef
 
 
 def positive_float(text: str) -> float:
@@ -73,6 +79,35 @@ def add_fresh_run_options(parser: argparse.ArgumentParser, runs: str) -> None:
     run_on = parser.add_mutually_exclusive_group()
     run_on.add_argument("--workers", type=count, default=1, help="local processes")
     run_on.add_argument("--scheduler", metavar="ADDRESS", help="a Dask scheduler, tcp://H:P")
+
+
+def fresh_runs(
+    args: argparse.Namespace,
+    trace: TraceRef,
+    sha256: str,
+    budgets: Sequence[int],
+    *,
+    policy: str,
+    cap: float,
+    progress: Progress,
+) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    """run_budgets' (budget, record or None, error), run where the add_fresh_run_options
+    options say; each finished run is counted on `progress` by its status ("error": no
+    record)."""
+    from engine.landscape.report_check import run_budgets
+
+    for budget, record, error in run_budgets(
+        trace,
+        sha256,
+        budgets,
+        policy=policy,
+        cap=cap,
+        backend=args.backend,
+        workers=args.workers,
+        scheduler=args.scheduler,
+    ):
+        progress.update(str(record["status"]) if record else "error")
+        yield budget, record, error
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from engine.cli import arguments
@@ -63,7 +63,6 @@ def register(sub: Any) -> dict[str, Handler]:
 def command_audit(args: argparse.Namespace) -> int:
     from engine.landscape.audit import describe, draw, judge, stored_executions
     from engine.landscape.progress import Progress
-    from engine.landscape.report_check import run_budgets
     from engine.landscape.store import Store
     from engine.sim.policies import make_policy
     from engine.sim.simulate import baseline, load
@@ -86,24 +85,12 @@ def command_audit(args: argparse.Namespace) -> int:
     drawn = draw(store, executions, args.sample, args.seed)
     budgets = sorted({d.budget for d in drawn})
     progress = Progress(len(budgets), label=f"{ref.name}: audit runs")
-
-    def fresh() -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-        for budget, record, error in run_budgets(
-            ref,
-            program.sha256,
-            budgets,
-            policy=policy,
-            cap=args.cap,
-            backend=args.backend,
-            workers=args.workers,
-            scheduler=args.scheduler,
-        ):
-            progress.update(str(record["status"]) if record else "error")
-            yield budget, record, error
-
+    fresh = arguments.fresh_runs(
+        args, ref, program.sha256, budgets, policy=policy, cap=args.cap, progress=progress
+    )
     try:
         with sigterm_interrupts():
-            verdicts = judge(drawn, fresh())
+            verdicts = judge(drawn, fresh)
     except KeyboardInterrupt as interrupt:
         print("dtr-landscape: audit interrupted", file=sys.stderr)
         return exit_code(interrupt)

@@ -121,7 +121,7 @@ def _check_trace(
     store: Any,
 ) -> dict[str, Any]:
     from engine.landscape.progress import Progress
-    from engine.landscape.report_check import edge_budgets, inconsistencies, judged, run_budgets
+    from engine.landscape.report_check import edge_budgets, inconsistencies, judged
     from engine.sim.simulate import baseline
 
     problems = inconsistencies(claims)
@@ -135,22 +135,14 @@ def _check_trace(
     progress = Progress(len(budgets), label=f"{claims.name}: edge runs")
 
     def finished() -> Any:
-        for budget, record, error in run_budgets(
-            ref,
-            program.sha256,
-            budgets,
-            policy=policy,
-            cap=report.cap,
-            backend=args.backend,
-            workers=args.workers,
-            scheduler=args.scheduler,
+        for budget, record, error in arguments.fresh_runs(
+            args, ref, program.sha256, budgets, policy=policy, cap=report.cap, progress=progress
         ):
             if store is not None and record is not None:
                 rows.append(_row(record, report.cap))
                 if len(rows) >= STORE_EVERY:
                     store.add_rows("runs", rows)
                     rows.clear()
-            progress.update(str(record["status"]) if record else "error")
             yield budget, record, error
 
     rows: list[dict[str, Any]] = []
