@@ -41,6 +41,16 @@ def is_imported(source: Any) -> bool:
     return isinstance(source, str) and source.startswith("import:")
 
 
+def imported(sources: pd.Series) -> list[bool]:
+    """`is_imported` of each run's source, by column where the sources are text (a walked
+    landscape's 483,255 runs: 1.5 s one by one, from pandas' string column)."""
+    if pd.api.types.is_string_dtype(sources.dtype) and not pd.api.types.is_object_dtype(
+        sources.dtype
+    ):
+        return sources.str.startswith("import:").fillna(False).astype(bool).tolist()
+    return [is_imported(s) for s in sources]
+
+
 @dataclass(frozen=True)
 class Sample:
     run_id: str

@@ -281,3 +281,18 @@ def test_a_card_from_its_columns_is_the_card_from_every_column(tmp_path: Path) -
         assert pinned_vs_depth(some, depth).to_json() == pinned_vs_depth(full, depth).to_json()
     assert overhead_curve(some).to_json() == overhead_curve(full).to_json()
     assert len(overhead_curve(full).data[0].x) > 10  # completing runs drawn
+
+
+def test_imported_sources_by_column_equal_one_by_one() -> None:
+    """`imported` reads a text column at once and anything else one value at a time; both
+    answer as `is_imported` does for each value."""
+    from app.landscape import imported, is_imported
+
+    values = ["import:simrd", "engine", None, "walk", "import:", "IMPORT:x", float("nan")]
+    as_text = pd.Series(values, dtype="str")
+    as_objects = pd.Series([*values, 3, b"import:bytes"], dtype=object)
+    assert pd.api.types.is_string_dtype(as_text.dtype)
+    assert imported(as_text) == [is_imported(v) for v in as_text]
+    assert imported(as_text) == [True, False, False, False, True, False, False]
+    assert imported(as_objects) == [is_imported(v) for v in as_objects]
+    assert imported(pd.Series([], dtype="str")) == []

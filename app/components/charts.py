@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from app.components.outcomes import COLORS, OUTCOMES, fmt_bytes, fmt_ratio, symbol
-from app.landscape import is_imported
+from app.landscape import imported, is_imported
 
 CURVE_LIMIT = 2000  # points of the overhead curve (a chart is about 700 pixels wide)
 SCATTER_LIMIT = 2000  # distinct points of the pinned/depth scatter
@@ -102,7 +102,7 @@ def _distinct_points(part: pd.DataFrame, depth_column: str) -> list[dict]:
     `runs` = how many runs share it; evenly thinned past SCATTER_LIMIT."""
     if part.empty:
         return []
-    keyed = part.assign(_imported=[is_imported(s) for s in part["source"]]).sort_values("budget")
+    keyed = part.assign(_imported=imported(part["source"])).sort_values("budget")
     key = [depth_column, "peak_pinned", "_imported"]
     counts = keyed.groupby(key, sort=False)["run_id"].transform("size")
     first = keyed.assign(runs=counts).drop_duplicates(key)
