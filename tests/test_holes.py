@@ -806,7 +806,7 @@ def test_interval_table_scans_equal_the_lists(seed: int) -> None:
     import random
 
     from engine.landscape.interval_table import IntervalTable
-    from engine.landscape.intervals import stretches, touching_runs
+    from engine.landscape.intervals import statuses_in, stretches, touching_runs
 
     intervals = _random_intervals(seed, n=[0, 1, 2, 5, 40, 300][seed % 6])
     table = IntervalTable.of(intervals)
@@ -821,6 +821,8 @@ def test_interval_table_scans_equal_the_lists(seed: int) -> None:
     assert stretches(table) == stretches(intervals)
     assert interval_edges(table) == interval_edges(intervals)
     assert interval_holes(table) == interval_holes(intervals)
+    for start, stop in ((0, len(intervals)), (2, 7), (5, 5), (len(intervals) - 3, len(intervals))):
+        assert statuses_in(table, start, stop) == statuses_in(intervals, start, stop)
     top = intervals[-1].lo + 30 if intervals else 50
     rng = random.Random(seed)
     for _ in range(20):

@@ -153,6 +153,15 @@ def _as_table(intervals: Iterable[Interval]) -> IntervalTable | None:
     return intervals if hasattr(intervals, "touching_runs") else None  # type: ignore[return-value]
 
 
+def statuses_in(intervals: Sequence[Interval], start: int, stop: int) -> set[str]:
+    """The outcomes of intervals[start:stop] (a table's without making its Intervals: a hole
+    of InceptionV4's band holds 200,000 executions and more)."""
+    table = _as_table(intervals)
+    if table is not None:
+        return {str(status) for status in set(table.status[start:stop])}
+    return {interval.status for interval in intervals[start:stop]}
+
+
 def _touch(below: Interval, above: Interval) -> bool:
     return below.hi is not None and below.hi + 1 == above.lo
 

@@ -22,6 +22,7 @@ from engine.landscape.intervals import (
     covering,
     failing,
     interval_holes,
+    statuses_in,
     stretches,
 )
 from engine.sim.policies import make_policy
@@ -98,9 +99,7 @@ def trace_report(
                 "last_fail_ratio": _ratio(last, peak),
                 "width_ratio": hole["width"] / peak if peak else None,
                 "statuses": sorted(
-                    {i.status for i in intervals[at : at + hole["intervals"]]}
-                    if at is not None
-                    else []
+                    statuses_in(intervals, at, at + hole["intervals"]) if at is not None else []
                 ),
             }
         )
