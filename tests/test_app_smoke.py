@@ -178,6 +178,7 @@ def _refresh_trace(client: FlaskClient, trace: str, seen: str) -> TestResponse:
             ("trace-exports", "children"),
             ("trace-fingerprint", "data"),
             ("trace-interval", "interval"),
+            ("trace-interval", "max_intervals"),
         ],
         [
             ("trace-interval", "n_intervals", 1),
@@ -198,6 +199,7 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     content = render_page(client, "/trace/synthetic-mlp")
     assert "Reading its 17 runs under DTR" in content and "first success" not in content
     assert '"interval": 500' in content and "Launch" in content  # the rest of the page is there
+    assert '"max_intervals": 1' in content  # one request for the views, not one a tick
     response = _refresh_trace(client, "synthetic-mlp", "")
     assert response.status_code == 200, response.get_data(as_text=True)
     answer = response.get_json()["response"]
@@ -206,6 +208,7 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     assert (
         answer["trace-fingerprint"]["data"] != "" and answer["trace-interval"]["interval"] == 2000
     )
+    assert answer["trace-interval"]["max_intervals"] == -1  # ticking again
     content = render_page(client, "/trace/synthetic-mlp")  # built now: with the page
     assert "Reading its" not in content and "first success" in content
     Store.open(db).add_runs([run_point("synthetic-mlp", ratio=0.6)], source="engine", cap=60)
