@@ -55,8 +55,14 @@ from engine.landscape.schema import (
     flatten,
     unflatten,
 )
+from engine.landscape.store_frames import frame_from_arrow
 from engine.landscape.store_paths import check_snapshot, default_path, file_identity
-from engine.landscape.store_views import live_rows, newest_per_key, quoted, sql_path
+from engine.landscape.store_views import (
+    live_rows,
+    quoted,
+    snapshot_insert,
+    sql_path,
+)
 
 if TYPE_CHECKING:
     # Only `query` returns DataFrames (DuckDB imports pandas for it): writers and walks that
@@ -264,7 +270,15 @@ class Store:
         return con
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
-        return self._read(lambda result: result.df(), sql, params)
+        """A query's rows as DuckDB's DataFrame (`.df()`), built from its Arrow result where
+        every column is of a type the store's tables use (`frame_from_arrow`)."""
+
+        def as_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+            frame = frame_from_arrow(con.to_arrow_table())
+            # another type: the query again (the same connection, the same rows), as .df()
+            return frame if frame is not None else con.execute(sql, params or []).df()
+
+        return self._read(as_frame, sql, params)
 
     def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
         """A query's rows as dicts of plain Python values (NULL is None), without pandas."""
@@ -361,8 +375,7 @@ class Store:
             if self.path.exists():
                 existing = {r[0] for r in con.execute(_SNAPSHOT_TABLES).fetchall()}
             for table, columns in TABLES.items():
-                names = [n for n, _ in columns]
-                sources = []
+                have = None
                 if table in existing:
                     have = {
                         r[0]
@@ -372,24 +385,9 @@ class Store:
                             [table],
                         ).fetchall()
                     }
-                    cols = ", ".join(
-                        quoted(n) if n in have else f"NULL AS {quoted(n)}" for n in names
-                    )
-                    sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
-                mine = [p for p in parts if p.name.startswith(f"{table}-")]
-                if mine:
-                    files = ", ".join(f"'{sql_path(p)}'" for p in mine)
-                    cols = ", ".join(quoted(n) for n in names)
-                    sources.append(
-                        f"SELECT {cols}, filename AS _part "
-                        f"FROM read_parquet([{files}], filename = true)"
-                    )
-                if sources:
-                    cols = ", ".join(quoted(n) for n in names)
-                    con.execute(
-                        f"INSERT INTO {table} SELECT {cols} FROM ({' UNION ALL '.join(sources)}) "
-                        f"{newest_per_key(table)}"
-                    )
+                insert = snapshot_insert(table, [n for n, _ in columns], have, parts)
+                if insert is not None:
+                    con.execute(insert)
             for version in range((old_version or SCHEMA_VERSION), SCHEMA_VERSION):
                 for statement in MIGRATIONS.get(version, ()):
                     con.execute(statement)

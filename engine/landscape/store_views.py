@@ -52,3 +52,29 @@ def quoted(name: str) -> str:
 
 def sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+def snapshot_insert(
+    table: str, names: list[str], in_snapshot: set[str] | None, parts: list[Path]
+) -> str | None:
+    """The statement filling a new snapshot's table (`Store.compact`): the old snapshot's rows
+    (`in_snapshot`: its columns, None without the table; a column it lacks is NULL) and the
+    table's parts, one row per identity (`newest_per_key`). None: nothing to insert."""
+    sources = []
+    if in_snapshot is not None:
+        cols = ", ".join(quoted(n) if n in in_snapshot else f"NULL AS {quoted(n)}" for n in names)
+        sources.append(f"SELECT {cols}, '' AS _part FROM snap.{table}")
+    mine = [p for p in parts if p.name.startswith(f"{table}-")]
+    if mine:
+        files = ", ".join(f"'{sql_path(p)}'" for p in mine)
+        cols = ", ".join(quoted(n) for n in names)
+        sources.append(
+            f"SELECT {cols}, filename AS _part FROM read_parquet([{files}], filename = true)"
+        )
+    if not sources:
+        return None
+    cols = ", ".join(quoted(n) for n in names)
+    return (
+        f"INSERT INTO {table} SELECT {cols} FROM ({' UNION ALL '.join(sources)}) "
+        f"{newest_per_key(table)}"
+    )
