@@ -109,8 +109,9 @@ def _age_order(started: pd.Series, run_ids: pd.Series, keep: np.ndarray) -> np.n
     dtype = order["started"].dtype
     if not pd.api.types.is_datetime64_dtype(dtype) or isinstance(dtype, pd.DatetimeTZDtype):
         return order.sort_values(["dated", "started", "run_id"], kind="stable").index.to_numpy()
-    # undated rows (NaT) take the lowest time, below every start
-    times = order["started"].to_numpy().astype("datetime64[ns]").astype(np.int64)
+    # the times in their column's own unit (no conversion that could overflow); undated rows
+    # (NaT) take the lowest, below every start
+    times = order["started"].to_numpy().astype(np.int64)
     times[order["dated"].to_numpy() == 0] = np.iinfo(np.int64).min
     by_time = np.argsort(times, kind="stable")
     index, times = order.index.to_numpy()[by_time], times[by_time]
