@@ -272,3 +272,51 @@ def test_grid_has_no_float_drift() -> None:
     grid = parse_grid("0.095:0.110:0.001")
     assert len(grid) == 16 and grid[8] == 0.103 and grid[-1] == 0.11
     assert parse_grid("0.1:0.2:0.03") == [0.1, 0.13, 0.16, 0.19]
+
+
+def test_listed_runs_are_the_records_the_store_holds(tmp_path: Path) -> None:
+    """`runs` reads plain rows (not a DataFrame) for speed: each listed run is what the
+    record read through pandas gives, field for field, over runs of every kind: ok and
+    failing, a what-if with retained storages, a walk's open interval, an import whose
+    fields are NULL and whose cap is NaN."""
+    import math
+
+    from engine.landscape.listing import STORE_FIELDS, stored_runs
+    from engine.landscape.schema import unflatten
+
+    db = tmp_path / "s.duckdb"
+    store = Store.open(db)
+    records = [run_point(SYNTHETIC, ratio=r) for r in (0.05, 0.4, 0.6, 1.0)]
+    store.add_runs(records, source="engine", cap=60, stage="grid")
+    sha = records[0]["trace_sha256"]
+    what_if = run_point(SYNTHETIC, ratio=0.6, retain=frozenset({1, 2}))
+    store.add_runs([what_if], source="engine", cap=60)
+    store.compact()
+    top = {**records[-1], "same_execution": {"lo": records[-1]["budget"], "hi": None}}
+    store.add_runs([top], source="engine", cap=60, stage="walk")
+    store.add_rows(
+        "runs",
+        [
+            {
+                "run_id": "f" * 32,
+                "trace_sha256": sha,
+                "budget": 7,
+                "cap": math.nan,
+                "source": "import:x",
+            }
+        ],
+    )
+    listed = stored_runs(SYNTHETIC, db=str(db))  # the trace's runs, by its SHA-256
+    frame = store.runs(sha)
+    by_pandas = [unflatten(row) for row in frame.to_dict("records")]
+    names = (*FIELD_NAMES, *STORE_FIELDS)
+    expected = [{name: row.get(name) for name in names} for row in by_pandas]
+    for got, want in zip(listed, expected, strict=True):
+        assert got == want, {k: (got[k], want[k]) for k in names if got[k] != want[k]}
+    assert len(listed) == 7 and [r["budget"] for r in listed] == sorted(frame["budget"])
+    assert {r["status"] for r in listed} >= {"ok", "oom"} and [1, 2] in [
+        r["retained"] for r in listed
+    ]
+    imported = next(r for r in listed if r["source"] == "import:x")
+    assert imported["cap"] is None and imported["failure"] is None and imported["status"] is None
+    assert any(r["same_execution"]["hi"] is None for r in listed if r["status"] == "ok")

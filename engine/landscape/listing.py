@@ -22,8 +22,11 @@ STORE_FIELDS = ("run_id", "source", "sweep_id", "repeat", "stage", "cap")
 def stored_runs(
     trace: str, *, policy: str | None = None, db: str | None = None, traces: str | None = None
 ) -> list[dict[str, Any]]:
-    """The stored runs of a trace as run records plus STORE_FIELDS, by budget."""
-    from engine.landscape.store import Store, unflatten
+    """The stored runs of a trace as run records plus STORE_FIELDS, by budget. Read as plain
+    rows, not a DataFrame, and only the columns the records take: InceptionV4's 483,255
+    walked runs took 65 s through pandas (most of it `to_dict` and `unflatten` of NumPy
+    values)."""
+    from engine.landscape.store import RUN_COLUMNS, Store, runs_query, unflatten
 
     store = Store.existing(db)
     spec = make_policy(policy).spec if policy else None
@@ -32,8 +35,10 @@ def stored_runs(
         key, known = program.sha256, True
     except TraceNotFound:
         key, known = trace, False
-    frame = store.runs(trace=key, policy=spec)
-    if frame.empty and not known:
+    wanted = {*FIELD_NAMES, *STORE_FIELDS, "retained", "same_lo", "same_hi"}
+    columns = [n for n, _ in RUN_COLUMNS if n in wanted or n.startswith("failure_")]
+    stored = store.rows(*runs_query(key, spec, columns))
+    if not stored and not known:
         raise TraceNotFound(f"unknown trace {trace!r} and no stored runs under that name")
-    rows = [unflatten(row) for row in frame.to_dict("records")]
+    rows = [unflatten(row) for row in stored]
     return [{name: row.get(name) for name in (*FIELD_NAMES, *STORE_FIELDS)} for row in rows]

@@ -164,18 +164,30 @@ def unflatten(row: dict[str, Any]) -> dict[str, Any]:
     else:
         out["failure"] = None
     out["same_execution"] = {"lo": row.get("same_lo"), "hi": row.get("same_hi")}
-    retained = row.get("retained") or ""
-    out["retained"] = [int(x) for x in retained.split(",") if x]
-    for key in list(out):
-        if key.startswith("failure_") or key in ("same_lo", "same_hi"):
-            del out[key]
-        elif _missing(out[key]):
+    retained = row.get("retained")  # NULL beside text in a DataFrame is NaN
+    text = "" if _missing(retained) else str(retained)
+    out["retained"] = [int(x) for x in text.split(",") if x]
+    for key in _FLATTENED:
+        out.pop(key, None)
+    for key, value in out.items():
+        if type(value) in _AS_THEY_ARE:  # most values (a DuckDB row's but NaN and timestamps)
+            continue
+        if _missing(value):
             out[key] = None  # NaN / NaT from pandas mean null
-        elif isinstance(out[key], datetime):  # pandas' Timestamp is one too
-            out[key] = out[key].isoformat()
-        elif hasattr(out[key], "item"):
-            out[key] = out[key].item()  # numpy scalar -> Python
+        elif isinstance(value, datetime):  # pandas' Timestamp is one too
+            out[key] = value.isoformat()
+        elif hasattr(value, "item"):
+            out[key] = value.item()  # numpy scalar -> Python
     return out
+
+
+# the columns `flatten` makes of the record's failure and same_execution
+_FLATTENED = tuple(
+    name for name, _ in RUN_COLUMNS if name.startswith("failure_") or name.startswith("same_")
+)
+# values unflatten leaves as they are (bool is an int; a float may be NaN, a datetime is
+# written as text)
+_AS_THEY_ARE = frozenset({str, int, bool, type(None), list, dict})
 
 
 def _missing(value: Any) -> bool:

@@ -60,6 +60,7 @@ from engine.landscape.store_paths import check_snapshot, default_path, file_iden
 from engine.landscape.store_views import (
     live_rows,
     quoted,
+    runs_query,
     snapshot_insert,
     sql_path,
 )
@@ -308,16 +309,7 @@ class Store:
     ) -> pd.DataFrame:
         """Runs of a trace (name or SHA-256) and policy, by budget; `columns`: only those
         (a walked landscape's runs are read several times faster without the rest)."""
-        where, params = [], []
-        if trace is not None:
-            where.append("(trace = ? OR trace_sha256 = ?)")
-            params += [trace, trace]
-        if policy is not None:
-            where.append("policy = ?")
-            params.append(policy)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        chosen = "*" if columns is None else ", ".join(quoted(c) for c in columns)
-        return self.query(f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at", params)
+        return self.query(*runs_query(trace, policy, columns))
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         frame = self.query("SELECT * FROM runs WHERE run_id = ?", [run_id])

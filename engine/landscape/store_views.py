@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engine.landscape.schema import KEYS
 
@@ -78,3 +79,21 @@ def snapshot_insert(
         f"INSERT INTO {table} SELECT {cols} FROM ({' UNION ALL '.join(sources)}) "
         f"{newest_per_key(table)}"
     )
+
+
+def runs_query(
+    trace: str | None = None, policy: str | None = None, columns: Sequence[str] | None = None
+) -> tuple[str, list[Any]]:
+    """The query (and its parameters) of a trace's (name or SHA-256) runs under a policy, by
+    budget (`Store.runs`); `columns`: only those."""
+    where: list[str] = []
+    params: list[Any] = []
+    if trace is not None:
+        where.append("(trace = ? OR trace_sha256 = ?)")
+        params += [trace, trace]
+    if policy is not None:
+        where.append("policy = ?")
+        params.append(policy)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    chosen = "*" if columns is None else ", ".join(quoted(c) for c in columns)
+    return f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at", params
