@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -665,6 +666,19 @@ def _exact_range_by_bytes(region: dict, intervals: list[Interval]) -> dict:
     }
 
 
+def _random_region(rng: random.Random, top: int) -> dict:
+    """A sampled failure region's four budgets, drawn below `top`, in order."""
+    below, fail, last, above = sorted(rng.sample(range(0, top), 4))
+    return {
+        "budgets": {
+            "last_ok_below": below,
+            "first_fail": fail,
+            "last_fail": last,
+            "first_ok_above": above,
+        }
+    }
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_exact_range_equals_its_definition_by_bytes(seed: int) -> None:
     import random
@@ -680,15 +694,7 @@ def test_exact_range_equals_its_definition_by_bytes(seed: int) -> None:
     if rng.random() < 0.5:
         intervals.append(Interval(lo=at, hi=None, status="ok"))
     for _ in range(30):
-        below, fail, last, above = sorted(rng.sample(range(0, 1600), 4))
-        region = {
-            "budgets": {
-                "last_ok_below": below,
-                "first_fail": fail,
-                "last_fail": last,
-                "first_ok_above": above,
-            }
-        }
+        region = _random_region(rng, 1600)
         assert exact_range(region, intervals) == _exact_range_by_bytes(region, intervals)
 
 
@@ -826,15 +832,7 @@ def test_interval_table_scans_equal_the_lists(seed: int) -> None:
     top = intervals[-1].lo + 30 if intervals else 50
     rng = random.Random(seed)
     for _ in range(20):
-        below, fail, last, above = sorted(rng.sample(range(0, top + 1), 4))
-        region = {
-            "budgets": {
-                "last_ok_below": below,
-                "first_fail": fail,
-                "last_fail": last,
-                "first_ok_above": above,
-            }
-        }
+        region = _random_region(rng, top + 1)
         assert exact_range(region, table) == exact_range(region, intervals)
     # a table of other intervals is not equal
     if intervals:
