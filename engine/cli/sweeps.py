@@ -149,9 +149,9 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     rows = stored_runs(args.trace, policy=args.policy, db=args.db, traces=args.traces)
     out = io.StringIO()
     if args.json:
-        for row in rows:
-            out.write(json.dumps(row) + "\n")
-        sys.stdout.write(out.getvalue())
+        # written a few thousand lines at a time: a walked landscape's JSON is 100s of MB
+        for start in range(0, len(rows), 4096):
+            sys.stdout.write("".join(json.dumps(row) + "\n" for row in rows[start : start + 4096]))
         return 0
     out.write(
         f"{'ratio':>8} {'budget':>14} {'policy':<12} {'status':<8} {'overhead':>8} "

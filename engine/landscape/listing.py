@@ -40,5 +40,10 @@ def stored_runs(
     stored = store.rows(*runs_query(key, spec, columns))
     if not stored and not known:
         raise TraceNotFound(f"unknown trace {trace!r} and no stored runs under that name")
-    rows = [unflatten(row) for row in stored]
-    return [{name: row.get(name) for name in (*FIELD_NAMES, *STORE_FIELDS)} for row in rows]
+    names = (*FIELD_NAMES, *STORE_FIELDS)
+    listed = []
+    while stored:  # each row given up as it is listed: the rows are not held twice
+        record = unflatten(stored.pop())
+        listed.append({name: record.get(name) for name in names})
+    listed.reverse()
+    return listed
