@@ -158,7 +158,7 @@ def statuses_in(intervals: Sequence[Interval], start: int, stop: int) -> set[str
     of InceptionV4's band holds 200,000 executions and more)."""
     table = _as_table(intervals)
     if table is not None:
-        return {str(status) for status in set(table.status[start:stop])}
+        return {str(status) for status in table.status[start:stop]}
     return {interval.status for interval in intervals[start:stop]}
 
 

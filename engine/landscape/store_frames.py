@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 # `Store.query` reads a result as Arrow after `execute` (`con.sql` refuses a connection whose
 # last result was not fetched to its end, as `stats` leaves it): the copy DuckDB warns of is
-# in the figures below.
+# counted in frame_from_arrow's figures.
 warnings.filterwarnings(
     "ignore", message="Arrow output on a DB-API result makes an extra copy", category=UserWarning
 )
