@@ -281,7 +281,7 @@ def test_listed_runs_are_the_records_the_store_holds(tmp_path: Path) -> None:
     fields are NULL and whose cap is NaN."""
     import math
 
-    from engine.landscape.listing import STORE_FIELDS, stored_runs
+    from engine.landscape.listing import STORE_FIELDS, run_batches, stored_runs
     from engine.landscape.schema import unflatten
 
     db = tmp_path / "s.duckdb"
@@ -320,3 +320,7 @@ def test_listed_runs_are_the_records_the_store_holds(tmp_path: Path) -> None:
     imported = next(r for r in listed if r["source"] == "import:x")
     assert imported["cap"] is None and imported["failure"] is None and imported["status"] is None
     assert any(r["same_execution"]["hi"] is None for r in listed if r["status"] == "ok")
+    # what `runs` writes as it reads: the same records, a batch at a time
+    batches = list(run_batches(SYNTHETIC, db=str(db), size=2))
+    assert [len(b) for b in batches] == [2, 2, 2, 1]
+    assert repr([r for b in batches for r in b]) == repr(listed)

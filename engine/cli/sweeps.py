@@ -21,7 +21,7 @@ from typing import Any
 from engine.cli import arguments
 from engine.cli.interrupts import exit_code, sigterm_interrupts
 from engine.landscape.distributed import open_executor
-from engine.landscape.listing import stored_runs
+from engine.landscape.listing import run_batches
 from engine.landscape.progress import Progress
 from engine.landscape.sampling import plan_sweep
 from engine.landscape.sweep import Tally, run_sweep
@@ -146,26 +146,30 @@ def register_runs(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    rows = stored_runs(args.trace, policy=args.policy, db=args.db, traces=args.traces)
-    out = io.StringIO()
+    batches = run_batches(args.trace, policy=args.policy, db=args.db, traces=args.traces)
     if args.json:
-        # written a few thousand lines at a time: a walked landscape's JSON is 100s of MB
-        for start in range(0, len(rows), 4096):
-            sys.stdout.write("".join(json.dumps(row) + "\n" for row in rows[start : start + 4096]))
+        # written a batch at a time, as it is read: a walked landscape's JSON is 100s of MB
+        for batch in batches:
+            sys.stdout.write("".join(json.dumps(row) + "\n" for row in batch))
         return 0
-    out.write(
+    sys.stdout.write(
         f"{'ratio':>8} {'budget':>14} {'policy':<12} {'status':<8} {'overhead':>8} "
         f"{'clock':>14} {'evictions':>9} {'remats':>7} {'rep':>3} {'stage':<8} run_id\n"
     )
-    for r in rows:
-        ratio = f"{r['ratio']:.6g}" if r["ratio"] is not None else "-"
-        overhead = f"{r['overhead']:.4f}" if r["overhead"] is not None else "-"
-        repeat = r["repeat"] if r["repeat"] is not None else "-"
-        out.write(
-            f"{ratio:>8} {r['budget']:>14,} {r['policy']:<12} {r['status']:<8} {overhead:>8} "
-            f"{r['clock'] or 0:>14,} {r['evictions'] or 0:>9,} {r['rematerializations'] or 0:>7,} "
-            f"{repeat:>3} {r['stage'] or '-':<8} {r['run_id']}\n"
-        )
-    out.write(f"{len(rows)} runs\n")
-    sys.stdout.write(out.getvalue())
+    listed = 0
+    for batch in batches:
+        out = io.StringIO()
+        for r in batch:
+            ratio = f"{r['ratio']:.6g}" if r["ratio"] is not None else "-"
+            overhead = f"{r['overhead']:.4f}" if r["overhead"] is not None else "-"
+            repeat = r["repeat"] if r["repeat"] is not None else "-"
+            out.write(
+                f"{ratio:>8} {r['budget']:>14,} {r['policy']:<12} {r['status']:<8} "
+                f"{overhead:>8} {r['clock'] or 0:>14,} {r['evictions'] or 0:>9,} "
+                f"{r['rematerializations'] or 0:>7,} {repeat:>3} {r['stage'] or '-':<8} "
+                f"{r['run_id']}\n"
+            )
+        sys.stdout.write(out.getvalue())
+        listed += len(batch)
+    sys.stdout.write(f"{listed} runs\n")
     return 0
