@@ -165,6 +165,29 @@ def test_a_card_of_many_runs_comes_after_the_page(
     assert '"type": "home-strip"' in content and "Reading its" not in content
 
 
+def test_an_overview_card_whose_runs_cannot_be_read_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (21 runs: a count no other test's card was built at, in this process's card cache)
+    db, client = _deferring(tmp_path, monkeypatch, runs=21)
+    assert "Reading its 21 runs under DTR" in render_page(client, "/")
+    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
+    written = {part: part.read_bytes() for part in parts}
+    assert written
+    for part in parts:
+        part.write_bytes(b"not a Parquet file")
+    response = _fill_card(client, "synthetic-mlp", "DTR")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    said = json.dumps(response.get_json()["response"])
+    assert "Could not read its runs under DTR: " in said and "runs-" in said  # the file
+    assert "builds it again when runs are added, or when reloaded" in said
+    assert '"type": "home-strip"' not in said
+    for part, content in written.items():
+        part.write_bytes(content)
+    filled = json.dumps(_fill_card(client, "synthetic-mlp", "DTR").get_json()["response"])
+    assert '"type": "home-strip"' in filled and "Could not read" not in filled
+
+
 def _refresh_trace(client: FlaskClient, trace: str, seen: str) -> TestResponse:
     """The trace page's refresh, as its Interval's tick sends it."""
     return post_callback(
@@ -215,3 +238,36 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     monkeypatch.setenv("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "18")
     content = render_page(client, "/trace/synthetic-mlp")  # 18 runs, under the limit
     assert "Reading its" not in content and "first success" in content
+
+
+def test_a_trace_page_whose_views_cannot_be_read_says_why_and_asks_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pending page sends one request for its views: when that fails, its answer says why and
+    # sets the page ticking again, 10 s apart, instead of leaving it "Reading its ... runs".
+    # (19 runs: a count no other test's views were built at, in this process's view cache)
+    db, client = _deferring(tmp_path, monkeypatch, runs=19)
+    assert "Reading its 19 runs" in render_page(client, "/trace/synthetic-mlp")
+    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
+    written = {part: part.read_bytes() for part in parts}
+    assert written
+    for part in parts:
+        part.write_bytes(b"not a Parquet file")
+    response = _refresh_trace(client, "synthetic-mlp", "")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    answer = response.get_json()["response"]
+    said = json.dumps(answer["trace-summary"])
+    assert "Could not read its runs under DTR: " in said and "runs-" in said  # the file
+    assert "Trying again in 10 s" in said
+    assert answer["trace-fingerprint"]["data"] == ""  # still pending
+    assert answer["trace-interval"] == {"interval": 10000, "max_intervals": -1}
+    assert "trace-strip" not in answer  # the empty charts stay as they are
+    for part, content in written.items():
+        part.write_bytes(content)
+    answer = _refresh_trace(client, "synthetic-mlp", "").get_json()["response"]
+    assert "first success" in json.dumps(answer["trace-summary"])
+    assert answer["trace-interval"] == {"interval": 2000, "max_intervals": -1}
+    # a page already showing its views keeps them: a failing tick is the server's error only
+    for part in parts:
+        part.write_bytes(b"not a Parquet file")
+    assert _refresh_trace(client, "synthetic-mlp", "stale").status_code == 500

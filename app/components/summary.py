@@ -34,6 +34,12 @@ EXACT_HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def unreadable_note(policy: str, error: BaseException, then: str) -> html.P:
+    """Said where a trace's runs could not be read: the error as raised, and what comes next."""
+    said = f"Could not read its runs under {policy}: {type(error).__name__}: {error}"
+    return html.P(f"{said}. {then}", className="note error")
+
+
 def sample_text(sample: Sample | None) -> str:
     if sample is None:
         return "\u2014"

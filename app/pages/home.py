@@ -8,6 +8,7 @@ shows at once, with the trace's previous card or a line saying its runs are bein
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any
 
@@ -20,12 +21,13 @@ from app.components.export import export_links
 from app.components.launch_form import policy_dropdown
 from app.components.running_walks import running_walks_note
 from app.components.strip import STRIP_COLUMNS, outcome_strip
-from app.components.summary import facts, trace_card, traces_without_runs
+from app.components.summary import facts, trace_card, traces_without_runs, unreadable_note
 from app.landscape import HOLES_COLUMNS, coverage, holes
 from app.view_cache import ViewCache
 
 dash.register_page(__name__, path="/", name="Overview", title="DTR landscape")
 
+LOG = logging.getLogger(__name__)
 DEFAULT_POLICY = "DTR"
 REFRESH_MS = 5000
 CARDS = ViewCache()
@@ -97,6 +99,18 @@ def fill_card(request: dict | None) -> Any:
     name, policy = (request or {}).get("trace"), (request or {}).get("policy")
     if not isinstance(name, str) or not isinstance(policy, str):
         raise PreventUpdate
+    try:
+        return _card_now(name, policy)
+    except PreventUpdate:
+        raise
+    except Exception as exc:  # said on the card, not left "Reading its ... runs"
+        LOG.exception("the card of trace %s under %s", name, policy)
+        then = "The page builds it again when runs are added, or when reloaded."
+        failed = unreadable_note(policy, exc, then)
+        return html.Section([html.H2(name), failed], className="card", id=f"card-{name}")
+
+
+def _card_now(name: str, policy: str) -> html.Section:
     source = data.known_traces().get(name)
     if source is None or policy not in data.policies():
         raise PreventUpdate

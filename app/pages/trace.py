@@ -11,6 +11,7 @@ and its views from the first refresh.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from typing import Any
 
@@ -37,6 +38,7 @@ from app.components.launch_form import launch_form, policy_dropdown
 from app.components.not_found import not_found
 from app.components.running_walks import running_walks_note
 from app.components.strip import outcome_strip
+from app.components.summary import unreadable_note
 from app.jobs import QueueFull, job_answer, max_queued
 from app.landscape import in_view
 from app.launch import MODE_FIELDS, LaunchError, validate
@@ -47,6 +49,7 @@ dash.register_page(
     __name__, path_template="/trace/<name>", title="Trace - DTR landscape", name="Trace"
 )
 
+LOG = logging.getLogger(__name__)
 REFRESH_MS = 2000
 # a page whose views are pending asks for them once, after this, and its ticks stop until they
 # come (its jobs list is refreshed on the same ticks). Ticks every 0.5 s meanwhile sent a new
@@ -54,6 +57,10 @@ REFRESH_MS = 2000
 # second gunicorn worker built the same views again (InceptionV4's 483,255 runs: 3.5-4 s each,
 # on both workers at once)
 FIRST_REFRESH_MS = 500
+# a pending page whose request for its views failed says why and asks again after this (with
+# one request and no ticks meanwhile it would otherwise say "Reading its ... runs" until
+# reloaded)
+RETRY_MS = 10_000
 
 
 def layout(name: str = "", policy: str | None = None, **_query: object) -> html.Div:
@@ -174,12 +181,21 @@ def jobs_view(name: str) -> html.Div:
     prevent_initial_call=True,
 )
 def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple[Any, ...]:
-    current = data.fingerprint(name, policy)
-    if ctx.triggered_id == ids.TRACE_INTERVAL and (
-        current == seen or (seen != PENDING and VIEWS.too_soon((name, policy, depth)))
-    ):
-        raise PreventUpdate
-    built = cached_views(name, policy, depth, current)
+    try:
+        current = data.fingerprint(name, policy)
+        if ctx.triggered_id == ids.TRACE_INTERVAL and (
+            current == seen or (seen != PENDING and VIEWS.too_soon((name, policy, depth)))
+        ):
+            raise PreventUpdate
+        built = cached_views(name, policy, depth, current)
+    except PreventUpdate:
+        raise
+    except Exception as exc:
+        if seen != PENDING:
+            raise  # the views shown stay; the next tick asks again
+        LOG.exception("the views of trace %s under %s", name, policy)
+        failed = unreadable_note(policy, exc, f"Trying again in {RETRY_MS // 1000} s.")
+        return (*[no_update] * 4, failed, no_update, PENDING, RETRY_MS, -1)
     return (
         built["strip"],
         built["pinned"],
