@@ -600,6 +600,62 @@ def test_an_export_clicked_before_the_chart_is_drawn_still_downloads(page, serve
 
 
 @pytest.fixture(scope="module")
+def spoilt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A served store whose trace pages all wait for their views (as a walked landscape's
+    do), for a test that spoils its runs' files for a while."""
+    folder = tmp_path_factory.mktemp("served-spoilt")
+    db = folder / "landscape.duckdb"
+    records = [run_point(TRACE, ratio=0.36 + 0.005 * i) for i in range(17)]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+    (folder / "no-dtr-traces").mkdir()
+    with serving(folder, db, folder / "no-dtr-traces", DTR_LANDSCAPE_DEFER_CARDS_ABOVE="0") as base:
+        yield base, db
+
+
+def test_a_trace_page_whose_views_fail_says_why_then_shows_them(  # type: ignore[no-untyped-def]
+    browser, spoilt_server
+) -> None:
+    """The page's one request for its views meets runs that cannot be read (its parts
+    overwritten just before the request goes out): the page says so, and its next request,
+    once the files are back, brings the views without a reload."""
+    base, db = spoilt_server
+    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
+    written = {part: part.read_bytes() for part in parts}
+    assert written
+    spoilt: list[str] = []
+
+    def spoil_then_send(route) -> None:  # type: ignore[no-untyped-def]
+        if not spoilt and "trace-strip.figure" in (route.request.post_data or ""):
+            for part in parts:
+                part.write_bytes(b"not a Parquet file")
+            spoilt.append(route.request.url)
+        route.continue_()
+
+    context = browser.new_context(viewport=VIEWPORT)
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.route(re.compile(r"/_dash-update-component(\?|$)"), spoil_then_send)
+    try:
+        tab.goto(base + f"/trace/{TRACE}")
+        summary = tab.locator(f"#{ids.TRACE_SUMMARY}")
+        expect(summary).to_contain_text("Could not read its runs under DTR: ")
+        expect(summary).to_contain_text("Trying again in 10 s.")
+        assert spoilt and summary.locator(".error").count() == 1
+        shot(tab, "trace-unreadable")
+        for part, content in written.items():
+            part.write_bytes(content)
+        expect(summary).to_contain_text("first success")
+        expect(summary).not_to_contain_text("Could not read")
+        expect(tab.locator("#trace-strip .js-plotly-plot .scatterlayer .point")).not_to_have_count(
+            0
+        )
+    finally:
+        for part, content in written.items():
+            part.write_bytes(content)
+        context.close()
+
+
+@pytest.fixture(scope="module")
 def walked_server(
     tmp_path_factory: pytest.TempPathFactory, traces_dir: Path
 ) -> Iterator[tuple[str, Path]]:

@@ -35,8 +35,10 @@ EXACT_HOLE_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def unreadable_note(policy: str, error: BaseException, then: str) -> html.P:
-    """Said where a trace's runs could not be read: the error as raised, and what comes next."""
-    said = f"Could not read its runs under {policy}: {type(error).__name__}: {error}"
+    """Said where a trace's runs could not be read: the error's first line (DuckDB's go on with
+    the query's text), and what comes next."""
+    first = str(error).strip().split("\n", 1)[0].strip() or type(error).__name__
+    said = f"Could not read its runs under {policy}: {first}"
     return html.P(f"{said}. {then}", className="note error")
 
 
