@@ -256,10 +256,10 @@ store.add_walk(walk_id="w2", trace=None, cap=float("nan"), from_budget=12.0, com
 rows = store.rows("SELECT walk_id, trace, cap, from_budget, to_budget, complete, started_at, "
                   "ended_at FROM walks ORDER BY walk_id")
 # a batch at a time (through Arrow): the same values, of the same types
-batched = store.row_batches("SELECT * FROM walks ORDER BY walk_id", size=1)
-assert [len(b) for b in batched] == [1, 1]
-every = store.rows("SELECT * FROM walks ORDER BY walk_id")
-assert repr([r for b in store.row_batches("SELECT * FROM walks ORDER BY walk_id") for r in b]) == repr(every)
+every = "SELECT * FROM walks ORDER BY walk_id"
+batches = list(store.row_batches(every, size=1))
+assert [len(b) for b in batches] == [1, 1]
+assert repr([r for b in batches for r in b]) == repr(store.rows(every))
 assert "pandas" not in sys.modules
 print(json.dumps(rows, default=datetime.isoformat))
 """
