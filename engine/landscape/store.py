@@ -4,7 +4,8 @@ Layout (for a store at `data/landscape.duckdb`):
 - `data/landscape.duckdb` is an immutable snapshot: tables `meta` (schema version), `traces`,
   `runs`, `walks`, `sweeps`. Nobody ever writes to the live file.
 - `data/landscape.duckdb.parts/` holds parts: small Parquet files, one per batch of new runs
-  (or traces, walks, sweeps), each written to a temporary name and renamed into place.
+  (or traces, walks, sweeps), each written to a temporary name and renamed into place
+  (engine/landscape/store_parts.py).
 - `data/landscape.duckdb.walking/`: running walks' claims (engine/landscape/walk_claims.py).
 
 Concurrency (DuckDB opens a database file for one read-write process or for many read-only
@@ -41,8 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow.parquet as pq
 
+from engine.landscape import store_parts
 from engine.landscape.schema import (
     KEYS,
     MIGRATIONS,
@@ -50,7 +51,6 @@ from engine.landscape.schema import (
     SCHEMA_VERSION,
     TABLES,
     StoreError,
-    arrow_table,
     checked_run_id,
     flatten,
     unflatten,
@@ -147,22 +147,10 @@ class Store:
         return self.path.with_name(self.path.name + ".lock")
 
     # -- writing ---------------------------------------------------------------------------
-    def _publish(self, table: str, rows: list[dict[str, Any]]) -> Path | None:
-        """Write rows as one Parquet part, atomically (temporary name, then rename)."""
-        if not rows:
-            return None
-        name = f"{table}-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
-        target = self.parts_dir / name
-        tmp = self.parts_dir / f".{name}.tmp"
-        self.parts_dir.mkdir(parents=True, exist_ok=True)
-        pq.write_table(arrow_table(table, rows), tmp)
-        os.replace(tmp, target)
-        return target
-
     def add_runs(self, records: Iterable[dict[str, Any]], **extra: Any) -> list[str]:
         """Publish run records (engine/sim/record.py shape); returns their run ids."""
         rows = [flatten(r, **extra) for r in records]
-        self._publish("runs", rows)
+        store_parts.publish(self.parts_dir, "runs", rows)
         return [row["run_id"] for row in rows]
 
     def add_rows(self, table: str, rows: list[dict[str, Any]]) -> None:
@@ -174,7 +162,7 @@ class Store:
                 raise StoreError(f"unknown {table} columns: {', '.join(sorted(unknown))}")
             if table == "runs":
                 checked_run_id(row.get("run_id"))
-        self._publish(table, rows)
+        store_parts.publish(self.parts_dir, table, rows)
 
     def add_trace(self, **row: Any) -> None:
         row.setdefault("registered_at", datetime.now())
@@ -202,12 +190,7 @@ class Store:
         # runs vanish (tests/test_store.py saw 219 runs, then 200). A kept connection is
         # reused only if the snapshot's file is still the one stat'ed before it attached it
         # (so it attached that file and no newer one exists) and the listing is the same.
-        listed = {
-            table: sorted(self.parts_dir.glob(f"{table}-*.parquet"))
-            if self.parts_dir.exists()
-            else []
-            for table in TABLES
-        }
+        listed = store_parts.listed(self.parts_dir)
         identity = (
             file_identity(self.path),
             tuple(tuple(p.name for p in listed[t]) for t in TABLES),
@@ -333,7 +316,7 @@ class Store:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.lock_path, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            parts = sorted(self.parts_dir.glob("*.parquet")) if self.parts_dir.exists() else []
+            parts = store_parts.every_part(self.parts_dir)
             version = self.schema_version()
             if not parts and self.path.exists() and version == SCHEMA_VERSION:
                 return 0
@@ -346,19 +329,8 @@ class Store:
                     tmp.unlink()
             for part in parts:
                 part.unlink(missing_ok=True)
-            self._remove_abandoned_temporaries()
+            store_parts.remove_abandoned(self.parts_dir)
             return len(parts)
-
-    def _remove_abandoned_temporaries(self, older_than_s: float = 600) -> None:
-        """A writer killed mid-publish leaves `.NAME.parquet.tmp`; readers never look at it.
-        One untouched for ten minutes belongs to no live writer (a write takes milliseconds)."""
-        if not self.parts_dir.exists():
-            return
-        cutoff = time.time() - older_than_s
-        for tmp in self.parts_dir.glob(".*.tmp"):
-            with contextlib.suppress(OSError):
-                if tmp.stat().st_mtime < cutoff:
-                    tmp.unlink()
 
     def _build_snapshot(self, tmp: Path, parts: list[Path], old_version: int | None) -> None:
         con = duckdb.connect(str(tmp))
