@@ -1,4 +1,4 @@
-"""A progress line for long sweeps, on stderr (stdout carries the JSON summary).
+"""Progress lines for long sweeps and walks, on stderr (stdout carries the JSON summary).
 
 On a terminal the line is rewritten in place (`\\r`) at most a few times a second; when
 stderr is a pipe or a file (CI logs, a job runner) it prints a plain line every `every`
@@ -12,7 +12,14 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from engine.landscape.intervals import Interval, certified_bytes
+
+# how often a walk says how far it got: a line on stderr, and its progress note beside its
+# claim (a file replaced whole, for the dashboard, which refreshes every 2 s)
+PROGRESS_EVERY_S, NOTE_EVERY_S = 10.0, 2.0
 
 
 def _clock(seconds: float) -> str:
@@ -88,3 +95,48 @@ class Progress:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class WalkProgress:
+    """Share of the bytes certified, runs (and how many began from scratch), rate: every
+    PROGRESS_EVERY_S as a line on stderr for long walks, and every NOTE_EVERY_S to `report`
+    (the walk's progress note beside its claim)."""
+
+    def __init__(
+        self, name: str, start: int, end: int, known: list[Interval], stream: TextIO | None
+    ) -> None:
+        self.name, self.start, self.end, self.stream = name, start, end, stream
+        self.bytes = certified_bytes(known, start, end)
+        self.runs = 0
+        self.from_scratch = 0  # runs begun from operator 1 (the others resumed)
+        self.began = self.shown = self.noted = time.monotonic()
+        self.report: Callable[[dict[str, Any]], None] | None = None
+
+    def add(self, interval: Interval) -> None:
+        self.bytes += certified_bytes([interval], self.start, self.end)
+        self.runs += 1
+        if self.stream is not None and time.monotonic() - self.shown > PROGRESS_EVERY_S:
+            self.show()
+
+    def note(self) -> None:
+        now = time.monotonic()
+        if self.report is not None and now - self.noted > NOTE_EVERY_S:
+            self.noted = now
+            share, elapsed = self.bytes / (self.end - self.start + 1), now - self.began
+            self.report({"runs": self.runs, "share": share, "elapsed_s": round(elapsed, 1)})
+
+    def show(self) -> None:
+        assert self.stream is not None
+        self.shown = time.monotonic()
+        elapsed = max(self.shown - self.began, 1e-9)
+        share = 100 * self.bytes / (self.end - self.start + 1)
+        self.stream.write(
+            f"walk {self.name} {share:.2f}% of the bytes | {self.runs} runs "
+            f"({self.from_scratch} from scratch) | "
+            f"{self.runs / elapsed:.1f} runs/s | {elapsed:.0f} s\n"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.show()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
@@ -40,6 +39,7 @@ from engine.landscape.intervals import (
     distinct_intervals,
     interval_from_row,
 )
+from engine.landscape.progress import WalkProgress
 from engine.landscape.walk_claims import claimed, new_claim, note_progress
 from engine.sim.policies import Policy, make_policy
 from engine.sim.simulate import DEFAULT_CAP, load, run_point
@@ -53,9 +53,6 @@ FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of a
 # A long walk publishes thousands of parts; readers open every part on each query, so the walk
 # folds them into the snapshot every this many parts (and when it ends).
 COMPACT_EVERY_PARTS = 200
-# how often a walk says how far it got: a line on stderr, and its progress note beside its
-# claim (a file replaced whole, for the dashboard, which refreshes every 2 s)
-PROGRESS_EVERY_S, NOTE_EVERY_S = 10.0, 2.0
 # A parallel chunk's shortest slice. The ResNet-32 walk 0.095-0.110 with 2 workers took 0.9x
 # the time with 0.25 s as with 1 s: its dense band (551 of its 689 executions in 1.5 MB) is
 # split sooner. 0.1 s gained nothing more.
@@ -248,7 +245,7 @@ def walk_landscape(
             ]
         )
         writer = RunWriter(store, walk_id, "walk", cap)
-        meter = _WalkProgress(ref.name, start, end, known, progress)
+        meter = WalkProgress(ref.name, start, end, known, progress)
         meter.report = partial(note_progress, store.path, walk_id)
         try:
             for done in runner.results():
@@ -344,7 +341,7 @@ def _keep_new_runs(
     found: dict[tuple[int, int | None], Interval],
     new_ids: set[str],
     writer: RunWriter,
-    meter: _WalkProgress,
+    meter: WalkProgress,
     max_runs: int | None,
 ) -> bool:
     """Store the chunk's runs of executions not found yet (at a seam the neighbouring chunk
@@ -400,48 +397,3 @@ def _chain(
         steps.append({**interval.as_dict(), "reused": interval.run_id not in new_ids})
         budget = None if interval.hi is None else interval.hi + 1
     return steps, None
-
-
-class _WalkProgress:
-    """Share of the bytes certified, runs (and how many began from scratch), rate: every
-    PROGRESS_EVERY_S as a line on stderr for long walks, and every NOTE_EVERY_S to `report`
-    (the walk's progress note beside its claim)."""
-
-    def __init__(
-        self, name: str, start: int, end: int, known: list[Interval], stream: TextIO | None
-    ) -> None:
-        self.name, self.start, self.end, self.stream = name, start, end, stream
-        self.bytes = certified_bytes(known, start, end)
-        self.runs = 0
-        self.from_scratch = 0  # runs begun from operator 1 (the others resumed)
-        self.began = self.shown = self.noted = time.monotonic()
-        self.report: Callable[[dict[str, Any]], None] | None = None
-
-    def add(self, interval: Interval) -> None:
-        self.bytes += certified_bytes([interval], self.start, self.end)
-        self.runs += 1
-        if self.stream is not None and time.monotonic() - self.shown > PROGRESS_EVERY_S:
-            self.show()
-
-    def note(self) -> None:
-        now = time.monotonic()
-        if self.report is not None and now - self.noted > NOTE_EVERY_S:
-            self.noted = now
-            share, elapsed = self.bytes / (self.end - self.start + 1), now - self.began
-            self.report({"runs": self.runs, "share": share, "elapsed_s": round(elapsed, 1)})
-
-    def show(self) -> None:
-        assert self.stream is not None
-        self.shown = time.monotonic()
-        elapsed = max(self.shown - self.began, 1e-9)
-        share = 100 * self.bytes / (self.end - self.start + 1)
-        self.stream.write(
-            f"walk {self.name} {share:.2f}% of the bytes | {self.runs} runs "
-            f"({self.from_scratch} from scratch) | "
-            f"{self.runs / elapsed:.1f} runs/s | {elapsed:.0f} s\n"
-        )
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.stream is not None:
-            self.show()
