@@ -103,7 +103,7 @@ def _text(component: object) -> str:
 def test_launch_without_the_token_launches_nothing(
     page_env: JobStore, token: str | None, words: str
 ) -> None:
-    from app.pages.trace import submit
+    from app.job_actions import submit
 
     shown = _text(submit(FORM, token))
     assert words in shown and "Nothing was launched." in shown and '"error"' in shown
@@ -111,7 +111,7 @@ def test_launch_without_the_token_launches_nothing(
 
 
 def test_launch_beyond_the_queue_limit_is_refused(page_env: JobStore) -> None:
-    from app.pages.trace import submit
+    from app.job_actions import submit
 
     page_env.submit(SPEC, "waiting 1")
     page_env.submit(SPEC, "waiting 2")

@@ -100,7 +100,7 @@ def test_pages_do_not_create_jobs(client: FlaskClient, seeded: tuple[Path, list[
 def test_launching_needs_a_trace_of_the_engines_catalog(
     client: FlaskClient, seeded: tuple[Path, list[str]]
 ) -> None:
-    from app.pages.trace import submit
+    from app.job_actions import submit
 
     assert '"trace": "imported-mlp"' in render_page(client, "/")  # the store knows it
     form = {"trace": "imported-mlp", "mode": "ratio", "value": "0.5", "policy": "DTR"}

@@ -30,8 +30,8 @@ from dash import (
 )
 from dash.exceptions import PreventUpdate
 
-from app import data, ids, published, settings
-from app.access import token_problem, token_required
+from app import data, ids, job_actions, settings
+from app.access import token_required
 from app.components.charts import DEPTH_COLUMNS
 from app.components.jobs_panel import jobs_panel
 from app.components.launch_form import launch_form, policy_dropdown
@@ -39,9 +39,9 @@ from app.components.not_found import not_found
 from app.components.running_walks import running_walks_note
 from app.components.strip import outcome_strip
 from app.components.summary import unreadable_note
-from app.jobs import QueueFull, job_answer, max_queued
+from app.jobs import job_answer
 from app.landscape import in_view
-from app.launch import MODE_FIELDS, LaunchError, validate
+from app.launch import MODE_FIELDS
 from app.pages.home import DEFAULT_POLICY, run_href
 from app.trace_views import PENDING, VIEWS, cached_views, pending_views
 
@@ -253,39 +253,7 @@ def launch(clicks: int, mode: str, *values: Any) -> Any:
         "cap": cap,
         "policy": policy,
     }
-    return submit(form, token)
-
-
-def _error(text: str) -> html.Span:
-    return html.Span(text, className="error", role="alert")
-
-
-def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
-    """Check the token, validate and queue; the message says what happened (and nothing is
-    queued on any error)."""
-    from app.runner import ensure_runner
-
-    problem = token_problem(token)
-    if problem:
-        return _error(f"{problem} Nothing was launched.")
-    try:
-        report, report_traces = published.launchable()
-        spec, label = validate(
-            form,
-            traces=data.catalog(),
-            policies=data.policies(),
-            peak=data.peak(str(form.get("trace"))),
-            report=report,
-            report_traces=report_traces,
-        )
-    except LaunchError as exc:
-        return _error(str(exc))
-    try:
-        job_id = data.jobs().submit(spec, label, max_queued=max_queued())
-    except QueueFull as exc:
-        return _error(f"{exc} Nothing was launched.")
-    ensure_runner(data.store_path())
-    return html.Span(f"Queued job #{job_id}: {label}.", className="ok")
+    return job_actions.submit(form, token)
 
 
 # The launch form shows the fields the chosen mode reads (app/launch.py MODE_FIELDS), in the
@@ -329,16 +297,7 @@ clientside_callback(
 def cancel(request: dict | None, token: str | None) -> Any:
     if not request or request.get("job") is None:
         raise PreventUpdate
-    job_id = int(request["job"])
-    problem = token_problem(token)
-    if problem:
-        return _error(f"{problem} Job #{job_id} was not cancelled.")
-    status = data.jobs().cancel(job_id)
-    if status == "cancelled":
-        return f"Job #{job_id} cancelled."
-    if status == "running":
-        return f"Cancelling job #{job_id}: stopping its process."
-    return f"Job #{job_id} is {status or 'unknown'}; nothing to cancel."
+    return job_actions.cancel(int(request["job"]), token)
 
 
 @callback(
