@@ -18,7 +18,7 @@ import pandas as pd
 
 from app.jobs import JobStore
 from app.landscape import with_x
-from app.launch import compare_file
+from app.plans import compare_file
 from engine.landscape.diverge import ANALYSIS_FORMAT
 from engine.landscape.holes import SAME_SETTINGS
 from engine.landscape.ids import check_run_id, inside

@@ -7,7 +7,7 @@ workers read while the runner writes. Every connection is short-lived: nothing i
 import time or kept across a fork.
 
 A job's `spec` (JSON) says what to do, in the launch form's terms; the runner turns it into
-engine command lines when it starts the job (app/launch.py `plan`).
+engine command lines when it starts the job (app/plans.py `plan`).
 
 States: queued -> running -> done | failed | cancelled | interrupted. A queued job can be
 cancelled at once; a running one gets `cancel_requested` and the runner terminates it.

@@ -6,7 +6,7 @@
 one when no runner has written a heartbeat lately (`ensure_runner`). An exclusive lock on
 `jobs.sqlite.runner.lock` keeps it to one runner per store: a second one exits at once.
 
-Per job it runs the plan's engine commands (app/launch.py), at most DTR_LANDSCAPE_MAX_JOBS
+Per job it runs the plan's engine commands (app/plans.py), at most DTR_LANDSCAPE_MAX_JOBS
 at once, each in its own session so a cancel stops the whole process group (SIGTERM, then
 SIGKILL after a grace period). stderr goes to `jobs/<id>.log` beside the store, parsed for
 `done/total` progress lines; stdout to `jobs/<id>.out` (a `run`'s JSON record, which the
@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from app import settings
 from app.jobs import Job, JobStore, jobs_folder, max_jobs
-from app.launch import Plan, PlanError, engine, plan, seed_specs
+from app.plans import Plan, PlanError, engine, plan, seed_specs
 
 POLL_S = 0.25
 HEARTBEAT_S = 2.0

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from app import comparisons, data
 from app.components.compare import compare_chart, counts_table, divergence_view, retain_buttons
 from app.jobs import JobStore
-from app.launch import compare_file, plan
+from app.plans import compare_file, plan
 from app.server import create_app
 from engine.landscape.diverge import ANALYSIS_FORMAT
 from engine.landscape.store import Store

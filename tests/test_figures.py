@@ -15,7 +15,7 @@ from app import data, figures
 from app.components.charts import operator_chart, overhead_curve, pinned_vs_depth
 from app.components.compare import compare_chart
 from app.components.strip import outcome_strip
-from app.launch import compare_file
+from app.plans import compare_file
 from app.server import create_app
 from engine.landscape.event_logs import compare_stored, write_analysis
 from engine.landscape.store import Store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.launch import PlanError, plan
+from app.plans import PlanError, plan
 from engine.landscape.ids import PathEscapeError, RunIdError, check_run_id, inside, is_run_id
 from engine.landscape.store import Store, StoreError
 from engine.sim.simulate import run_point

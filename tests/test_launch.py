@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.ids import LAUNCH_INPUTS
-from app.launch import MAX_BUDGETS, MODE_FIELDS, MODES, LaunchError, grid_ratios, plan, validate
+from app.launch import MAX_BUDGETS, MODE_FIELDS, MODES, LaunchError, grid_ratios, validate
+from app.plans import plan
 
 TRACES = {"synthetic-mlp": "shipped"}
 POLICIES = ["DTR", "LRU", "NbhdPenalty", "TwoPhase"]
