@@ -93,6 +93,22 @@ def render_page(client: FlaskClient, pathname: str, search: str = "") -> str:
     return json.dumps(response.get_json()["response"]["_pages_content"])
 
 
+def spoil_runs(db: Path) -> dict[Path, bytes]:
+    """Overwrite the store's runs parts with bytes that are no Parquet file (a store that
+    cannot be read); returns what they held, for `unspoil`."""
+    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
+    written = {part: part.read_bytes() for part in parts}
+    assert written, f"no runs parts beside {db}"
+    for part in parts:
+        part.write_bytes(b"not a Parquet file")
+    return written
+
+
+def unspoil(written: dict[Path, bytes]) -> None:
+    for part, content in written.items():
+        part.write_bytes(content)
+
+
 def open_png(body: bytes) -> tuple[int, int]:
     """(width, height) of a PNG whose image data decompresses: the file opens."""
     assert body[:8] == b"\x89PNG\r\n\x1a\n"

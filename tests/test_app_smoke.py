@@ -14,7 +14,7 @@ from app.jobs import JobStore
 from app.server import create_app
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
-from tests.helpers import post_callback, render_page
+from tests.helpers import post_callback, render_page, spoil_runs, unspoil
 
 
 @pytest.fixture(scope="module")
@@ -171,19 +171,14 @@ def test_an_overview_card_whose_runs_cannot_be_read_says_why(
     # (21 runs: a count no other test's card was built at, in this process's card cache)
     db, client = _deferring(tmp_path, monkeypatch, runs=21)
     assert "Reading its 21 runs under DTR" in render_page(client, "/")
-    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
-    written = {part: part.read_bytes() for part in parts}
-    assert written
-    for part in parts:
-        part.write_bytes(b"not a Parquet file")
+    written = spoil_runs(db)
     response = _fill_card(client, "synthetic-mlp", "DTR")
     assert response.status_code == 200, response.get_data(as_text=True)
     said = json.dumps(response.get_json()["response"])
     assert "Could not read its runs under DTR: " in said and "runs-" in said  # the file
     assert "builds it again when runs are added, or when reloaded" in said
     assert '"type": "home-strip"' not in said
-    for part, content in written.items():
-        part.write_bytes(content)
+    unspoil(written)
     filled = json.dumps(_fill_card(client, "synthetic-mlp", "DTR").get_json()["response"])
     assert '"type": "home-strip"' in filled and "Could not read" not in filled
 
@@ -248,11 +243,7 @@ def test_a_trace_page_whose_views_cannot_be_read_says_why_and_asks_again(
     # (19 runs: a count no other test's views were built at, in this process's view cache)
     db, client = _deferring(tmp_path, monkeypatch, runs=19)
     assert "Reading its 19 runs" in render_page(client, "/trace/synthetic-mlp")
-    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
-    written = {part: part.read_bytes() for part in parts}
-    assert written
-    for part in parts:
-        part.write_bytes(b"not a Parquet file")
+    written = spoil_runs(db)
     response = _refresh_trace(client, "synthetic-mlp", "")
     assert response.status_code == 200, response.get_data(as_text=True)
     answer = response.get_json()["response"]
@@ -262,12 +253,10 @@ def test_a_trace_page_whose_views_cannot_be_read_says_why_and_asks_again(
     assert answer["trace-fingerprint"]["data"] == ""  # still pending
     assert answer["trace-interval"] == {"interval": 10000, "max_intervals": -1}
     assert "trace-strip" not in answer  # the empty charts stay as they are
-    for part, content in written.items():
-        part.write_bytes(content)
+    unspoil(written)
     answer = _refresh_trace(client, "synthetic-mlp", "").get_json()["response"]
     assert "first success" in json.dumps(answer["trace-summary"])
     assert answer["trace-interval"] == {"interval": 2000, "max_intervals": -1}
     # a page already showing its views keeps them: a failing tick is the server's error only
-    for part in parts:
-        part.write_bytes(b"not a Parquet file")
+    spoil_runs(db)
     assert _refresh_trace(client, "synthetic-mlp", "stale").status_code == 500

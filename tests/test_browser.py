@@ -36,7 +36,7 @@ from engine.landscape.holes import holes_report
 from engine.landscape.store import Store
 from engine.landscape.walk import walk_landscape
 from engine.sim.simulate import baseline, budget_for, load, run_point
-from tests.helpers import REPO, check_file, open_png, walk_in_progress
+from tests.helpers import REPO, check_file, open_png, spoil_runs, unspoil, walk_in_progress
 
 expect = playwright.expect
 
@@ -619,16 +619,11 @@ def test_a_trace_page_whose_views_fail_says_why_then_shows_them(  # type: ignore
     overwritten just before the request goes out): the page says so, and its next request,
     once the files are back, brings the views without a reload."""
     base, db = spoilt_server
-    parts = sorted(db.with_name(db.name + ".parts").glob("runs-*.parquet"))
-    written = {part: part.read_bytes() for part in parts}
-    assert written
-    spoilt: list[str] = []
+    written: dict[Path, bytes] = {}
 
     def spoil_then_send(route) -> None:  # type: ignore[no-untyped-def]
-        if not spoilt and "trace-strip.figure" in (route.request.post_data or ""):
-            for part in parts:
-                part.write_bytes(b"not a Parquet file")
-            spoilt.append(route.request.url)
+        if not written and "trace-strip.figure" in (route.request.post_data or ""):
+            written.update(spoil_runs(db))
         route.continue_()
 
     context = browser.new_context(viewport=VIEWPORT)
@@ -640,18 +635,16 @@ def test_a_trace_page_whose_views_fail_says_why_then_shows_them(  # type: ignore
         summary = tab.locator(f"#{ids.TRACE_SUMMARY}")
         expect(summary).to_contain_text("Could not read its runs under DTR: ")
         expect(summary).to_contain_text("Trying again in 10 s.")
-        assert spoilt and summary.locator(".error").count() == 1
+        assert written and summary.locator(".error").count() == 1
         shot(tab, "trace-unreadable")
-        for part, content in written.items():
-            part.write_bytes(content)
+        unspoil(written)
         expect(summary).to_contain_text("first success")
         expect(summary).not_to_contain_text("Could not read")
         expect(tab.locator("#trace-strip .js-plotly-plot .scatterlayer .point")).not_to_have_count(
             0
         )
     finally:
-        for part, content in written.items():
-            part.write_bytes(content)
+        unspoil(written)
         context.close()
 
 
