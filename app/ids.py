@@ -17,6 +17,7 @@ HOME_LOCATION = "home-location"
 HOME_STRIP = "home-strip"  # pattern: {"type": HOME_STRIP, "trace": name}
 HOME_CARD = "home-card"  # pattern: a card built after the page, in a request of its own
 HOME_CARD_REQUEST = "home-card-request"  # pattern: what that request builds
+HOME_CARD_ASK_AGAIN = "home-card-ask-again"  # pattern: asks again if that request is lost
 
 # Trace page (/trace/<name>)
 TRACE_NAME = "trace-name"
@@ -30,6 +31,7 @@ TRACE_HOLES = "trace-holes"
 TRACE_EXACT_HOLES = "trace-exact-holes"
 TRACE_EXPORTS = "trace-exports"
 TRACE_INTERVAL = "trace-interval"
+TRACE_ASK_AGAIN = "trace-ask-again"  # a pending page's request for its views lost: again
 TRACE_FINGERPRINT = "trace-fingerprint"
 TRACE_LOCATION = "trace-location"
 TRACE_JOBS = "trace-jobs"

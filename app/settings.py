@@ -56,7 +56,17 @@ SWEEP_WORKERS = WholeNumber(
     1,
     "processes one sweep, walk or check job runs its engine command on (--workers)",
 )
-SETTINGS = (MAX_JOBS, MAX_QUEUED, DEFER_CARDS_ABOVE, SWEEP_WORKERS)
+# A request that gunicorn's worker does not answer within its timeout (90 s, app/serve.py) is
+# lost: the worker is killed and the page hears nothing. A page that waits for views it asked
+# for (a deferred card, a pending trace page) asks again after this, so never while the request
+# could still be answered.
+ASK_AGAIN_S = WholeNumber(
+    "DTR_LANDSCAPE_ASK_AGAIN_S",
+    120,
+    1,
+    "seconds a page waits for a card or views it asked for before it asks again",
+)
+SETTINGS = (MAX_JOBS, MAX_QUEUED, DEFER_CARDS_ABOVE, SWEEP_WORKERS, ASK_AGAIN_S)
 
 
 def check() -> None:

@@ -64,7 +64,8 @@ def post_callback(
 ) -> TestResponse:
     """A Dash callback request as the browser sends it: (id, property) outputs, (id,
     property, value) inputs and state; `pattern`: the output key of a pattern-matching
-    callback (its single output's id with wildcards), else the outputs' ids joined."""
+    callback (its outputs' ids with wildcards, as `pattern_outputs` joins them), else the
+    outputs' ids joined."""
 
     def value(item: tuple[Any, str, Any]) -> dict[str, Any]:
         return {"id": item[0], "property": item[1], "value": item[2]}
@@ -72,12 +73,27 @@ def post_callback(
     described = [{"id": i, "property": p} for i, p in outputs]
     payload = {
         "output": pattern or ".." + "...".join(f"{i}.{p}" for i, p in outputs) + "..",
-        "outputs": described[0] if pattern else described,
+        "outputs": described[0] if pattern and len(described) == 1 else described,
         "inputs": [value(i) for i in inputs],
         "state": [value(i) for i in state or []],
         "changedPropIds": changed or [],
     }
     return client.post("/_dash-update-component", json=payload)
+
+
+def pattern_outputs(*outputs: tuple[dict[str, str], str]) -> str:
+    """A pattern-matching callback's output key: ({"key": "MATCH" or a value}, property)
+    pairs, each id with its keys sorted and its wildcards in brackets, as Dash writes it."""
+
+    def one(pattern: dict[str, str], prop: str) -> str:
+        keys = sorted(pattern)
+        shown = ",".join(
+            f'"{k}":' + ('["MATCH"]' if pattern[k] == "MATCH" else f'"{pattern[k]}"') for k in keys
+        )
+        return "{" + shown + "}." + prop
+
+    joined = "...".join(one(p, prop) for p, prop in outputs)
+    return joined if len(outputs) == 1 else f"..{joined}.."
 
 
 def render_page(client: FlaskClient, pathname: str, search: str = "") -> str:

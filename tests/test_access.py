@@ -70,6 +70,7 @@ def test_max_queued_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         ("DTR_LANDSCAPE_MAX_QUEUED", "-3", "at least 1"),
         ("DTR_LANDSCAPE_DEFER_CARDS_ABOVE", "20k", "at least 0"),
         ("DTR_LANDSCAPE_SWEEP_WORKERS", "0", "at least 1"),
+        ("DTR_LANDSCAPE_ASK_AGAIN_S", "1.5", "at least 1"),
     ],
 )
 def test_serve_refuses_a_mistyped_setting(name: str, value: str, expected: str) -> None:

@@ -14,7 +14,7 @@ from app.jobs import JobStore
 from app.server import create_app
 from engine.landscape.store import Store
 from engine.sim.simulate import run_point
-from tests.helpers import post_callback, render_page, spoil_runs, unspoil
+from tests.helpers import pattern_outputs, post_callback, render_page, spoil_runs, unspoil
 
 
 @pytest.fixture(scope="module")
@@ -127,15 +127,22 @@ def _fill_card(client: FlaskClient, trace: str, policy: str) -> TestResponse:
     """The deferred card's own request, as the browser sends it for the pattern ids."""
     return post_callback(
         client,
-        [({"trace": trace, "type": "home-card"}, "children")],
+        [
+            ({"trace": trace, "type": "home-card"}, "children"),
+            ({"trace": trace, "type": "home-card-ask-again"}, "disabled"),
+        ],
         [
             (
                 {"trace": trace, "type": "home-card-request"},
                 "data",
                 {"trace": trace, "policy": policy},
-            )
+            ),
+            ({"trace": trace, "type": "home-card-ask-again"}, "n_intervals", None),
         ],
-        pattern='{"trace":["MATCH"],"type":"home-card"}.children',
+        pattern=pattern_outputs(
+            ({"trace": "MATCH", "type": "home-card"}, "children"),
+            ({"trace": "MATCH", "type": "home-card-ask-again"}, "disabled"),
+        ),
     )
 
 
@@ -150,8 +157,13 @@ def test_a_card_of_many_runs_comes_after_the_page(
     assert '"home-strip"' not in content and "first success" not in content
     response = _fill_card(client, "synthetic-mlp", "DTR")
     assert response.status_code == 200, response.get_data(as_text=True)
-    filled = json.dumps(response.get_json()["response"])
+    answer = response.get_json()["response"]
+    filled = json.dumps(answer)
     assert '"type": "home-strip"' in filled and "first success" in filled
+    # until the answer, the card's place asks again every DTR_LANDSCAPE_ASK_AGAIN_S seconds
+    # (past gunicorn's timeout, after which a request is lost); answered, no more
+    assert '"type": "home-card-ask-again"' in content and '"interval": 120000' in content
+    assert answer['{"trace":"synthetic-mlp","type":"home-card-ask-again"}'] == {"disabled": True}
     # built once, the card is on the page itself the next time
     content = render_page(client, "/")
     assert '"type": "home-strip"' in content and "Reading its" not in content
@@ -197,9 +209,11 @@ def _refresh_trace(client: FlaskClient, trace: str, seen: str) -> TestResponse:
             ("trace-fingerprint", "data"),
             ("trace-interval", "interval"),
             ("trace-interval", "max_intervals"),
+            ("trace-ask-again", "disabled"),
         ],
         [
             ("trace-interval", "n_intervals", 1),
+            ("trace-ask-again", "n_intervals", None),
             ("trace-policy", "value", "DTR"),
             ("trace-depth-mode", "value", "depth_at_peak_pinned"),
         ],
@@ -218,6 +232,8 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     assert "Reading its 17 runs under DTR" in content and "first success" not in content
     assert '"interval": 500' in content and "Launch" in content  # the rest of the page is there
     assert '"max_intervals": 1' in content  # one request for the views, not one a tick
+    # and if that request is lost, it asks again past gunicorn's timeout
+    assert '{"id": "trace-ask-again", "disabled": false, "interval": 120000}' in content
     response = _refresh_trace(client, "synthetic-mlp", "")
     assert response.status_code == 200, response.get_data(as_text=True)
     answer = response.get_json()["response"]
@@ -227,6 +243,7 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
         answer["trace-fingerprint"]["data"] != "" and answer["trace-interval"]["interval"] == 2000
     )
     assert answer["trace-interval"]["max_intervals"] == -1  # ticking again
+    assert answer["trace-ask-again"] == {"disabled": True}  # answered
     content = render_page(client, "/trace/synthetic-mlp")  # built now: with the page
     assert "Reading its" not in content and "first success" in content
     Store.open(db).add_runs([run_point("synthetic-mlp", ratio=0.6)], source="engine", cap=60)
@@ -253,6 +270,7 @@ def test_a_trace_page_whose_views_cannot_be_read_says_why_and_asks_again(
     assert answer["trace-fingerprint"]["data"] == ""  # still pending
     assert answer["trace-interval"] == {"interval": 10000, "max_intervals": -1}
     assert "trace-strip" not in answer  # the empty charts stay as they are
+    assert "trace-ask-again" not in answer  # still on, should the next request be lost
     unspoil(written)
     answer = _refresh_trace(client, "synthetic-mlp", "").get_json()["response"]
     assert "first success" in json.dumps(answer["trace-summary"])

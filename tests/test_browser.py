@@ -649,6 +649,75 @@ def test_a_trace_page_whose_views_fail_says_why_then_shows_them(  # type: ignore
 
 
 @pytest.fixture(scope="module")
+def losing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A served store whose overview cards and trace pages all wait for what they ask for,
+    and ask again 3 s later if no answer has come (DTR_LANDSCAPE_ASK_AGAIN_S)."""
+    folder = tmp_path_factory.mktemp("served-losing")
+    db = folder / "landscape.duckdb"
+    records = [run_point(TRACE, ratio=0.36 + 0.005 * i) for i in range(15)]
+    Store.open(db).add_runs(records, source="engine", cap=60)
+    (folder / "no-dtr-traces").mkdir()
+    settings = {"DTR_LANDSCAPE_DEFER_CARDS_ABOVE": "0", "DTR_LANDSCAPE_ASK_AGAIN_S": "3"}
+    with serving(folder, db, folder / "no-dtr-traces", **settings) as base:
+        yield base
+
+
+def _losing_the_first(browser, marker: str):  # type: ignore[no-untyped-def]
+    """A tab whose first callback request carrying `marker` is lost (aborted, as when
+    gunicorn kills its worker at the timeout); the others go through. Returns the tab and
+    the list of requests that carried the marker, lost or sent ("lost", "sent")."""
+    seen: list[str] = []
+
+    def lose_first(route) -> None:  # type: ignore[no-untyped-def]
+        if marker in (route.request.post_data or ""):
+            seen.append("sent" if seen else "lost")
+            if seen == ["lost"]:
+                route.abort("connectionreset")
+                return
+        route.continue_()
+
+    context = browser.new_context(viewport=VIEWPORT)
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.route(re.compile(r"/_dash-update-component(\?|$)"), lose_first)
+    return tab, seen
+
+
+def test_a_trace_page_whose_request_for_its_views_is_lost_asks_again(  # type: ignore[no-untyped-def]
+    browser, losing_server
+) -> None:
+    """The page's one request for its views gets no answer: the page asks again, and shows
+    them without a reload (it said "Reading its ... runs" until reloaded before)."""
+    tab, seen = _losing_the_first(browser, "trace-strip.figure")
+    try:
+        tab.goto(losing_server + f"/trace/{TRACE}")
+        summary = tab.locator(f"#{ids.TRACE_SUMMARY}")
+        expect(summary).to_contain_text("first success")
+        expect(tab.locator("#trace-strip .js-plotly-plot .scatterlayer .point")).not_to_have_count(
+            0
+        )
+        assert seen[:2] == ["lost", "sent"], seen
+    finally:
+        tab.context.close()
+
+
+def test_an_overview_card_whose_request_is_lost_asks_again(  # type: ignore[no-untyped-def]
+    browser, losing_server
+) -> None:
+    """An overview card built after the page: its request gets no answer, and the card asks
+    again instead of saying "Reading its ... runs" until the page is reloaded."""
+    tab, seen = _losing_the_first(browser, ids.HOME_CARD_REQUEST)
+    try:
+        tab.goto(losing_server + "/")
+        card = tab.locator(f"#card-{TRACE}")
+        expect(card.locator(".js-plotly-plot .scatterlayer .point")).not_to_have_count(0)
+        expect(card).not_to_contain_text("Reading its")
+        assert seen[:2] == ["lost", "sent"], seen
+    finally:
+        tab.context.close()
+
+
+@pytest.fixture(scope="module")
 def walked_server(
     tmp_path_factory: pytest.TempPathFactory, traces_dir: Path
 ) -> Iterator[tuple[str, Path]]:

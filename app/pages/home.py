@@ -86,28 +86,36 @@ def deferred_card(name: str, policy: str, runs: int) -> html.Div:
                 id={"type": ids.HOME_CARD_REQUEST, "trace": name},
                 data={"trace": name, "policy": policy},
             ),
+            # that request, lost (its worker killed at gunicorn's timeout), would leave the card
+            # "Reading..." until the page is reloaded; the answer turns this off
+            dcc.Interval(
+                id={"type": ids.HOME_CARD_ASK_AGAIN, "trace": name},
+                interval=1000 * settings.ASK_AGAIN_S.value(),
+            ),
         ]
     )
 
 
 @callback(
     Output({"type": ids.HOME_CARD, "trace": MATCH}, "children"),
+    Output({"type": ids.HOME_CARD_ASK_AGAIN, "trace": MATCH}, "disabled"),
     Input({"type": ids.HOME_CARD_REQUEST, "trace": MATCH}, "data"),
+    Input({"type": ids.HOME_CARD_ASK_AGAIN, "trace": MATCH}, "n_intervals"),
 )
-def fill_card(request: dict | None) -> Any:
+def fill_card(request: dict | None, _asked_again: Any) -> tuple[Any, bool]:
     """The deferred card, built (or taken from the cache) at the store's state now."""
     name, policy = (request or {}).get("trace"), (request or {}).get("policy")
     if not isinstance(name, str) or not isinstance(policy, str):
         raise PreventUpdate
     try:
-        return _card_now(name, policy)
+        return _card_now(name, policy), True
     except PreventUpdate:
         raise
     except Exception as exc:  # said on the card, not left "Reading its ... runs"
         LOG.exception("the card of trace %s under %s", name, policy)
         then = "The page builds it again when runs are added, or when reloaded."
         failed = unreadable_note(policy, exc, then)
-        return html.Section([html.H2(name), failed], className="card", id=f"card-{name}")
+        return html.Section([html.H2(name), failed], className="card", id=f"card-{name}"), True
 
 
 def _card_now(name: str, policy: str) -> html.Section:

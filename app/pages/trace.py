@@ -140,6 +140,13 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
                 interval=interval,
                 max_intervals=1 if seen == PENDING else -1,
             ),
+            # a pending page's one request, lost (its worker killed at gunicorn's timeout),
+            # would leave it waiting until reloaded; the answer turns this off
+            dcc.Interval(
+                id=ids.TRACE_ASK_AGAIN,
+                interval=1000 * settings.ASK_AGAIN_S.value(),
+                disabled=seen != PENDING,
+            ),
         ]
     )
 
@@ -173,17 +180,21 @@ def jobs_view(name: str) -> html.Div:
     Output(ids.TRACE_FINGERPRINT, "data"),
     Output(ids.TRACE_INTERVAL, "interval"),
     Output(ids.TRACE_INTERVAL, "max_intervals"),
+    Output(ids.TRACE_ASK_AGAIN, "disabled"),
     Input(ids.TRACE_INTERVAL, "n_intervals"),
+    Input(ids.TRACE_ASK_AGAIN, "n_intervals"),
     Input(ids.TRACE_POLICY, "value"),
     Input(ids.TRACE_DEPTH_MODE, "value"),
     State(ids.TRACE_FINGERPRINT, "data"),
     State(ids.TRACE_NAME, "data"),
     prevent_initial_call=True,
 )
-def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple[Any, ...]:
+def refresh(
+    _ticks: Any, _asked_again: Any, policy: str, depth: str, seen: str, name: str
+) -> tuple[Any, ...]:
     try:
         current = data.fingerprint(name, policy)
-        if ctx.triggered_id == ids.TRACE_INTERVAL and (
+        if ctx.triggered_id in (ids.TRACE_INTERVAL, ids.TRACE_ASK_AGAIN) and (
             current == seen or (seen != PENDING and VIEWS.too_soon((name, policy, depth)))
         ):
             raise PreventUpdate
@@ -195,7 +206,7 @@ def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple
             raise  # the views shown stay; the next tick asks again
         LOG.exception("the views of trace %s under %s", name, policy)
         failed = unreadable_note(policy, exc, f"Trying again in {RETRY_MS // 1000} s.")
-        return (*[no_update] * 4, failed, no_update, PENDING, RETRY_MS, -1)
+        return (*[no_update] * 4, failed, no_update, PENDING, RETRY_MS, -1, no_update)
     return (
         built["strip"],
         built["pinned"],
@@ -206,6 +217,7 @@ def refresh(_ticks: Any, policy: str, depth: str, seen: str, name: str) -> tuple
         current,
         REFRESH_MS,
         -1,  # ticking again (a pending page's one tick has come)
+        True,  # answered: nothing to ask again
     )
 
 
