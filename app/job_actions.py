@@ -19,13 +19,30 @@ def error(text: str) -> html.Span:
     return html.Span(text, className="error", role="alert")
 
 
-def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
-    """Check the token, validate and queue; the message says what happened."""
+def refused_launch(token: str | None) -> html.Span | None:
+    """What the page shows when the token does not allow launching (app/access.py)."""
+    problem = token_problem(token)
+    return error(f"{problem} Nothing was launched.") if problem else None
+
+
+def queue(spec: dict[str, Any], label: str) -> int | html.Span:
+    """Queue a validated job and see that the runner runs it: the job's id, or, with the queue
+    full, what the page shows (nothing queued)."""
     from app.runner import ensure_runner
 
-    problem = token_problem(token)
-    if problem:
-        return error(f"{problem} Nothing was launched.")
+    try:
+        job_id = data.jobs().submit(spec, label, max_queued=max_queued())
+    except QueueFull as exc:
+        return error(f"{exc} Nothing was launched.")
+    ensure_runner(data.store_path())
+    return job_id
+
+
+def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
+    """Check the token, validate and queue; the message says what happened."""
+    refused = refused_launch(token)
+    if refused is not None:
+        return refused
     try:
         report, report_traces = published.launchable()
         spec, label = validate(
@@ -38,11 +55,9 @@ def submit(form: dict[str, Any], token: str | None = None) -> html.Span:
         )
     except LaunchError as exc:
         return error(str(exc))
-    try:
-        job_id = data.jobs().submit(spec, label, max_queued=max_queued())
-    except QueueFull as exc:
-        return error(f"{exc} Nothing was launched.")
-    ensure_runner(data.store_path())
+    job_id = queue(spec, label)
+    if not isinstance(job_id, int):
+        return job_id
     return html.Span(f"Queued job #{job_id}: {label}.", className="ok")
 
 

@@ -127,3 +127,76 @@ def test_the_token_field_is_shown_only_when_a_token_is_set() -> None:
     field = token_field("t", required=True)
     assert not field.hidden and field.children[1].type == "password"  # type: ignore[index]
     assert token_field("t", required=False).hidden
+
+
+def _run_page(
+    page_env: JobStore, clicked: str, token: str | None, retain: str | None = None
+) -> str:
+    """The run page's answer to a click on `clicked` (its rerun buttons, or recording the
+    event log), through the app's own request handling, as the browser sends it."""
+    from tests.helpers import post_callback
+
+    client = create_app().server.test_client()
+    store = Store.open(page_env.path.with_name("landscape.duckdb"))  # page_env's
+    (run_id,) = [r["run_id"] for r in store.rows("SELECT run_id FROM runs")]
+    if clicked == "run-record-events":
+        response = post_callback(
+            client,
+            [("run-events", "children"), ("run-events-interval", "disabled")]
+            + [("run-record-events", "hidden")],
+            [("run-events-interval", "n_intervals", None), ("run-record-events", "n_clicks", 1)],
+            [("run-id", "data", run_id), ("run-token", "value", token)],
+            changed=["run-record-events.n_clicks"],
+        )
+    else:
+        response = post_callback(
+            client,
+            [("run-message", "children")],
+            [(button, "n_clicks", 1 if button == clicked else None) for button in RERUNS],
+            [("run-retain", "value", retain), ("run-id", "data", run_id)]
+            + [("run-token", "value", token)],
+            changed=[f"{clicked}.n_clicks"],
+            pattern="run-message.children",
+        )
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return json.dumps(response.get_json()["response"])
+
+
+RERUNS = ("run-rerun", "run-rerun-retain")
+
+
+@pytest.mark.parametrize("clicked", [*RERUNS, "run-record-events"])
+@pytest.mark.parametrize(("token", "words"), [(None, "needs its access token"), ("x", "Wrong")])
+def test_a_run_pages_launches_need_the_token(
+    page_env: JobStore, clicked: str, token: str | None, words: str
+) -> None:
+    shown = _run_page(page_env, clicked, token, retain="1")
+    assert words in shown and "Nothing was launched." in shown and '"error"' in shown
+    assert '"role": "alert"' in shown and page_env.count() == 0
+
+
+@pytest.mark.parametrize("clicked", [*RERUNS, "run-record-events"])
+def test_a_run_pages_launches_beyond_the_queue_limit_are_refused(
+    page_env: JobStore, clicked: str
+) -> None:
+    page_env.submit(SPEC, "waiting 1")
+    page_env.submit(SPEC, "waiting 2")
+    shown = _run_page(page_env, clicked, "letmein", retain="1")
+    refused = "2 jobs are already waiting (limit 2); wait or cancel one. Nothing was launched."
+    assert refused in shown
+    assert page_env.count() == 2
+
+
+def test_a_run_pages_retention_needs_storage_ids(page_env: JobStore) -> None:
+    shown = _run_page(page_env, "run-rerun-retain", "letmein", retain="")
+    assert "Enter the storage ids to retain." in shown and page_env.count() == 0
+    shown = _run_page(page_env, "run-rerun-retain", "letmein", retain="1, x")
+    assert "Storage ids are whole numbers like 3131,932; got 'x'." in shown
+    assert '"error"' in shown and page_env.count() == 0
+
+
+def test_a_run_pages_rerun_with_the_token_is_queued(page_env: JobStore) -> None:
+    shown = _run_page(page_env, "run-rerun-retain", "letmein", retain=" 12, 3")
+    assert "Queued job #1: rerun at " in shown and " retaining 12,3. Follow it on " in shown
+    (job,) = page_env.recent("synthetic-mlp", limit=5)
+    assert job.spec["kind"] == "run" and job.spec["retain"] == "12,3"

@@ -15,7 +15,7 @@ from dash import Input, Output, State, callback, ctx, dcc, html
 from dash.exceptions import PreventUpdate
 
 from app import data, ids
-from app.access import token_problem, token_required
+from app.access import token_required
 from app.components.charts import operator_chart
 from app.components.export import export_links
 from app.components.launch_form import token_field
@@ -30,7 +30,8 @@ from app.components.run_detail import (
     neighbour_links,
     status_badge,
 )
-from app.jobs import ACTIVE, QueueFull, max_queued
+from app.job_actions import error, queue, refused_launch
+from app.jobs import ACTIVE
 from app.landscape import neighbours
 from app.launch import DEFAULT_CAP, LaunchError, parse_retain
 
@@ -165,33 +166,25 @@ def poll_events(_ticks: Any, clicks: int, run_id: str, token: str | None) -> tup
         raise PreventUpdate
     refused = None
     if ctx.triggered_id == ids.RUN_RECORD_EVENTS and clicks:
-        refused = token_problem(token)
+        refused = refused_launch(token)
         if refused is None:
-            try:
-                record_events(record)
-            except QueueFull as exc:
-                refused = str(exc)
+            queued = record_events(record)
+            refused = None if isinstance(queued, int) else queued
     shown, final = events_view(record)
-    if refused:
-        shown = [html.P(f"{refused} Nothing was launched.", className="error", role="alert"), shown]
+    if refused is not None:
+        shown = [html.P(refused), shown]
     return shown, final, final
 
 
-def record_events(record: dict[str, Any]) -> int:
-    """Queue a replay of the run that writes its event log (at most one at a time);
-    QueueFull when too many jobs wait."""
-    from app.runner import ensure_runner
-
-    store = data.jobs()
+def record_events(record: dict[str, Any]) -> int | html.Span:
+    """Queue a replay of the run that writes its event log (at most one at a time): the job's
+    id, or, with the queue full, what the page shows."""
     run_id = str(record["run_id"])
-    existing = store.latest_for("events", "run_id", run_id)
+    existing = data.jobs().latest_for("events", "run_id", run_id)
     if existing is not None and existing.status in ACTIVE:
         return existing.id
     spec = _spec(record, kind="events", run_id=run_id, total=1)
-    label = f"event log of run {run_id[:8]}, {fmt_bytes(record['budget'])}"
-    job_id = store.submit(spec, label, max_queued=max_queued())
-    ensure_runner(data.store_path())
-    return job_id
+    return queue(spec, f"event log of run {run_id[:8]}, {fmt_bytes(record['budget'])}")
 
 
 def _spec(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -220,42 +213,34 @@ def _spec(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
 def rerun(
     _plain: int, _retain: int, retain_text: str | None, run_id: str, token: str | None
 ) -> Any:
-    from app.runner import ensure_runner
-
     if not (ctx.triggered and ctx.triggered[0]["value"]):
         raise PreventUpdate
-    problem = token_problem(token)
-    if problem:
-        return html.Span(f"{problem} Nothing was launched.", className="error", role="alert")
+    refused = refused_launch(token)
+    if refused is not None:
+        return refused
     record = data.run(run_id)
     if record is None:
-        return html.Span("This run is no longer in the store.", className="error")
+        return error("This run is no longer in the store. Nothing was launched.")
     if record["trace"] not in data.catalog():
-        return html.Span(
+        return error(
             f"Trace {record['trace']!r} is not available to the engine here (set "
-            "DTR_LANDSCAPE_TRACES to its folder); nothing was launched.",
-            className="error",
-            role="alert",
+            "DTR_LANDSCAPE_TRACES to its folder); nothing was launched."
         )
     spec = _spec(record, total=1)
     if ctx.triggered_id == ids.RUN_RERUN_RETAIN:
         try:
             retain = parse_retain(retain_text)
         except LaunchError as exc:
-            return html.Span(str(exc), className="error", role="alert")
+            return error(str(exc))
         if not retain:
-            return html.Span("Enter the storage ids to retain.", className="error", role="alert")
+            return error("Enter the storage ids to retain.")
         spec["retain"] = retain
     label = f"rerun at {fmt_bytes(record['budget'])}" + (
         f" retaining {spec['retain']}" if spec["retain"] else ""
     )
-    try:
-        job_id = data.jobs().submit(
-            spec, f"{label}, {spec['policy']}, cap {spec['cap']:g}", max_queued=max_queued()
-        )
-    except QueueFull as exc:
-        return html.Span(f"{exc} Nothing was launched.", className="error", role="alert")
-    ensure_runner(data.store_path())
+    job_id = queue(spec, f"{label}, {spec['policy']}, cap {spec['cap']:g}")
+    if not isinstance(job_id, int):
+        return job_id
     return html.Span(
         [
             f"Queued job #{job_id}: {label}. Follow it on ",
