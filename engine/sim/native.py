@@ -68,6 +68,9 @@ def _limit(remat_limit: float) -> int | None:
 SHARED_ROWS = {"auto": 0, "convert": 1, "closures": 2, "labels": 3}
 # a label sweep takes up to 64 * SWEEP_WORDS bases at once (_native/sweeps.h; fewer: a test)
 SWEEP_WORDS: int = _core.SWEEP_WORDS if _core is not None else 1
+# a walk's run keeps a point at about one computation in POINT_EVERY inside cascades
+# (_native/runtime.h, point_here)
+POINT_EVERY: int = _core.POINT_EVERY if _core is not None else 1
 
 
 def _core_for(
@@ -90,6 +93,7 @@ def _core_for(
     checkpoint_words: int = -1,
     sweep_words: int = SWEEP_WORDS,
     incremental: bool = True,
+    point_every: int = POINT_EVERY,
 ) -> Any:
     if _core is None:
         raise RuntimeError("the C runtime is not built")
@@ -130,6 +134,7 @@ def _core_for(
         checkpoint_words=checkpoint_words,
         sweep_words=sweep_words,
         incremental=incremental,
+        point_every=point_every,
     )
 
 
@@ -316,6 +321,7 @@ class Walk:
         sweep_words: int = SWEEP_WORDS,
         incremental: bool = True,
         tracking: str | TrackingChoice = "auto",
+        point_every: int = POINT_EVERY,
     ) -> None:
         self.program = program
         self.start = start
@@ -336,6 +342,7 @@ class Walk:
         self.checkpoint_words = checkpoint_words
         self.sweep_words = sweep_words
         self.incremental = incremental
+        self.point_every = point_every
         self.core: Any = None
         self.fresh_runs = 0
         self.resumed_runs = 0
@@ -359,6 +366,7 @@ class Walk:
             checkpoint_words=self.checkpoint_words,
             sweep_words=self.sweep_words,
             incremental=self.incremental,
+            point_every=self.point_every,
         )
         began = time.monotonic()
         status = self.core.run(track=self.tracking.track_next())

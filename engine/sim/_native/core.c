@@ -276,7 +276,7 @@ static int build_arena(Core *c) {
         retain=(), nbhd_b=0.25, twophase_k=8, time_limit=None, events=False, snapshots=False,
         max_snapshots=64, shared_search=True, verify_hash=False, merging=True, shared_rows=0,
         max_log_bytes=0, max_run_log_bytes=0, checkpoint_words=-1, sweep_words=SWEEP_WORDS,
-        incremental=True) */
+        incremental=True, point_every=POINT_EVERY) */
 static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"n_tensors", "op_compute", "op_first", "op_nout", "op_args_off",
                              "op_args", "op_total", "tensor_size", "tensor_storage", "tensor_op",
@@ -284,7 +284,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                              "remat_limit", "retain", "nbhd_b", "twophase_k", "time_limit",
                              "events", "snapshots", "max_snapshots", "shared_search", "verify_hash",
                              "merging", "shared_rows", "max_log_bytes", "max_run_log_bytes",
-                             "checkpoint_words", "sweep_words", "incremental", NULL};
+                             "checkpoint_words", "sweep_words", "incremental", "point_every",
+                             NULL};
     Py_ssize_t n;
     PyObject *bufs[12];
     const char *policy;
@@ -295,12 +296,12 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     Py_ssize_t max_log_bytes = 0, max_run_log_bytes = 0; /* 0: no limit */
     Py_ssize_t checkpoint_words = -1; /* -1: CHECKPOINT_STATES states' words; 0: none */
     int shared_search = 1, verify_hash = 0, merging = 1, shared_rows = ROWS_AUTO;
-    int sweep_words = SWEEP_WORDS, incremental = 1;
+    int sweep_words = SWEEP_WORDS, incremental = 1, point_every = POINT_EVERY;
     if (c->started) {
         PyErr_SetString(PyExc_RuntimeError, "Core: already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnnip", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nOOOOOOOOOOOOsOO|OdiOppnpppinnnipi", kwlist,
                                      &n, &bufs[0], &bufs[1], &bufs[2], &bufs[3], &bufs[4],
                                      &bufs[5], &bufs[6], &bufs[7], &bufs[8], &bufs[9], &bufs[10],
                                      &bufs[11], &policy, &budget, &remat_limit, &retain, &nbhd_b,
@@ -308,8 +309,12 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                                      &max_snapshots, &shared_search,
                                      &verify_hash, &merging, &shared_rows, &max_log_bytes,
                                      &max_run_log_bytes, &checkpoint_words, &sweep_words,
-                                     &incremental))
+                                     &incremental, &point_every))
         return -1;
+    if (point_every < 1) {
+        PyErr_SetString(PyExc_ValueError, "Core: point_every must be at least 1");
+        return -1;
+    }
     if (sweep_words < 1 || sweep_words > SWEEP_WORDS) {
         PyErr_Format(PyExc_ValueError, "Core: sweep_words must be 1 to %d", SWEEP_WORDS);
         return -1;
@@ -448,6 +453,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->shared_search = shared_search;
     c->shared_rows = shared_rows;
     c->sweep_words = sweep_words;
+    c->point_every = point_every;
     c->incremental = incremental;
     if (c->can_track) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
@@ -791,7 +797,8 @@ PyMODINIT_FUNC PyInit_core(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "SWEEP_WORDS", SWEEP_WORDS) < 0) { /* native.py reads it */
+    if (PyModule_AddIntConstant(m, "SWEEP_WORDS", SWEEP_WORDS) < 0 || /* native.py reads them */
+        PyModule_AddIntConstant(m, "POINT_EVERY", POINT_EVERY) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -112,6 +112,17 @@ static int compute_op(Core *c, int32_t t, int remat) {
 }
 
 /* Run the frame stack until it is empty, or to a terminal status. */
+/* Whether a computation completed mid-cascade is a point. Every one was: a thrashing run's
+   180,000 points, each closing a segment whose changed words are logged and hashed (a quarter
+   of a tracked run), where consecutive computations of a cascade rewrite mostly the same
+   words. So a point is kept at about one computation in point_every, chosen by the clock
+   alone (a hash of it): two runs in the same state choose the same computations, so merges
+   still meet, at most a few computations later; a jump lands on the last point before the
+   comparison it is for, and replays the computations between. */
+static inline int point_here(const Core *c) {
+    return c->point_every <= 1 || mix64((uint64_t)c->s.clock) % (uint64_t)c->point_every == 0;
+}
+
 static int materialize(Core *c) {
     Arrays *a = &c->a;
     while (c->s.fs_top > 0) {
@@ -190,7 +201,7 @@ static int materialize(Core *c) {
         c->s.und_top = f->und_off;
         c->s.fs_top--;
         c->s.depth--;
-        if (c->tracking && c->s.fs_top > 0) { /* a point mid-cascade */
+        if (c->tracking && c->s.fs_top > 0 && point_here(c)) { /* a point mid-cascade */
             int r = at_point(c, 0);
             if (r) return r;
         }

@@ -195,6 +195,7 @@ typedef struct {
     uint64_t *label_rows; /* sweep_chunk's rows of up to 64 * SWEEP_WORDS bases */
     int64_t sweep_passes, sweep_widest; /* passes; the most bases one chunk of a pass took */
     int sweep_words; /* a sweep's label words: up to 64 * sweep_words bases (a test switch) */
+    int point_every; /* mid-cascade points at about 1 computation in point_every (runtime.h) */
     /* every edge of the storage graph goes from a lower storage id to a higher one (true of
        the DTR traces: an operator's new storage is numbered after its arguments); then the
        label passes sweep ids in order instead of walking the region first (sweep_pass) */

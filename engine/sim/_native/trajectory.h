@@ -200,6 +200,9 @@ static void close_segment(Core *c) {
    and a jump applies at most that many words (from 8.4M on average at 0.20). */
 #define CHECKPOINT_STATES 6
 
+/* Mid-cascade points at about one computation in POINT_EVERY (see point_here, runtime.h). */
+#define POINT_EVERY 32
+
 /* Copy the live arena (the state at point p) into a free slot. An economy: without memory
    the point has none. */
 static void take_checkpoint(Core *c, Point *p) {
