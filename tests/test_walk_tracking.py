@@ -34,13 +34,18 @@ class Scripted(TrackingChoice):
         return self.script.random() < 0.5
 
 
+@pytest.mark.parametrize("point_every", [1, 3])
 @pytest.mark.parametrize("seed", range(8))
-def test_runs_with_and_without_trajectories_equal_fresh_runs(tmp_path: Path, seed: int) -> None:
+def test_runs_with_and_without_trajectories_equal_fresh_runs(
+    tmp_path: Path, seed: int, point_every: int
+) -> None:
     """Random traces walked with trajectories kept by a random script: a run without one ends
     the trajectory's epoch, and the next run that keeps one starts a new epoch from a state the
     hash never followed (it is recomputed, and with verify_hash checked at every point). Every
     record equals a fresh run's and the walk's that keeps every trajectory, and runs still merge
-    into trajectories of new epochs."""
+    into trajectories of new epochs. (Points inside cascades after every computation and after
+    about one in three: the random traces' cascades are too short for the default's spacing to
+    leave many points inside them.)"""
     path = tmp_path / f"rand-{seed}.log"
     path.write_text(generate(7000 + seed, n_ops=60 + seed * 10))
     policy = ("DTR", "MSPS", "NbhdPenalty@b=0.25", "CostStale")[seed % 4]
@@ -48,16 +53,19 @@ def test_runs_with_and_without_trajectories_equal_fresh_runs(tmp_path: Path, see
     peak = baseline(program).peak
     untracked = epochs = merges = 0
     for ratio in (0.3, 0.45, 0.6):
-        kept, _ = _walk(str(path), int(ratio * peak), policy, steps=30)
+        start = int(ratio * peak)
+        kept, _ = _walk(str(path), start, policy, steps=30, point_every=point_every)
         chosen, stats = _walk(
-            str(path), int(ratio * peak), policy, steps=30, tracking=Scripted(seed)
+            str(path), start, policy, steps=30, tracking=Scripted(seed), point_every=point_every
         )
         assert [_exact(r) for r in chosen] == [_exact(r) for r in kept]
         _equal_fresh_runs(str(path), policy, chosen)
         untracked += stats["untracked_runs"]
         epochs += stats["epochs_started"]
         merges += stats["merges"]
-    assert untracked > 0 and epochs > 0 and merges > 0
+    # (merges in the new epochs: with a point after every computation; spaced, some of these
+    # traces have too few points inside cascades to meet at)
+    assert untracked > 0 and epochs > 0 and (merges > 0 or point_every > 1)
 
 
 @pytest.mark.parametrize("seed", range(4))

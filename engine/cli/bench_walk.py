@@ -166,13 +166,15 @@ def walk_memory(
     checkpoints: bool = True,
     sweep_words: int = native.SWEEP_WORDS,
     incremental: bool = True,
+    point_every: int = native.POINT_EVERY,
 ) -> dict[str, Any]:
     """`steps` executions of a walk from `ratio` up; run in a process of its own (its max RSS
     is the process's high-water mark). `checkpoints=False`: its jumps apply every changed word
     from where they start, as before the runtime kept copies of the state. `sweep_words=1`:
     the neighbourhood searches sweep 64 bases at a time, as before wider labels.
     `incremental=False`: every reverse search from scratch, as before they were updated in
-    place."""
+    place. `point_every=1`: a point after every computation inside a cascade, as before they
+    were spaced."""
     ref, program = load(trace)
     base = baseline(program)
     start = budget_for(ratio, base.peak)
@@ -186,6 +188,7 @@ def walk_memory(
         checkpoint_words=-1 if checkpoints else 0,
         sweep_words=sweep_words,
         incremental=incremental,
+        point_every=point_every,
     )
     began = time.perf_counter()
     statuses = []
@@ -208,9 +211,10 @@ def walk_memory(
 def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit),
     limited without copies of the state for jumps, limited with searches swept 64 bases at a
-    time, limited with every reverse search from scratch, and the default (limited, copies,
-    512 bases a sweep, reverse searches updated in place), each in a fresh process: max RSS
-    and seconds, side by side."""
+    time, limited with every reverse search from scratch, limited with a point after every
+    computation inside cascades, and the default (limited, copies, 512 bases a sweep, reverse
+    searches updated in place, points spaced), each in a fresh process: max RSS and seconds,
+    side by side."""
     lines: list[str] = []
     for trace, ratio, steps in THRASH_WALKS:
         lines += _thrash_memory(trace, ratio, steps, traces_dir)
@@ -225,19 +229,20 @@ def _thrash_memory(
     if traces_dir is not None:
         env["DTR_LANDSCAPE_TRACES"] = str(traces_dir)
     lines = [f"exact walk {trace} from {ratio:g}, {steps} executions, each in a fresh process:"]
-    wide = native.SWEEP_WORDS
+    wide, spaced = native.SWEEP_WORDS, native.POINT_EVERY
     modes = (
-        ("log unlimited", False, True, wide, True),
-        ("no checkpoints", True, False, wide, True),
-        ("64-base sweeps", True, True, 1, True),
-        ("from scratch", True, True, wide, False),
-        ("log limited", True, True, wide, True),
+        ("log unlimited", False, True, wide, True, spaced),
+        ("no checkpoints", True, False, wide, True, spaced),
+        ("64-base sweeps", True, True, 1, True, spaced),
+        ("from scratch", True, True, wide, False, spaced),
+        ("a point each", True, True, wide, True, 1),
+        ("log limited", True, True, wide, True, spaced),
     )
-    for label, limited, checkpoints, sweep_words, incremental in modes:
+    for label, limited, checkpoints, sweep_words, incremental, point_every in modes:
         code = (
             "import json; from engine.cli.bench_walk import walk_memory; "
             f"print(json.dumps(walk_memory({trace!r}, {ratio!r}, {steps}, {limited}, "
-            f"{checkpoints}, {sweep_words}, {incremental})))"
+            f"{checkpoints}, {sweep_words}, {incremental}, {point_every})))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
