@@ -12,10 +12,11 @@
    rebuilds. From there the run would replay the previous run's rest, with one possible
    exception: a comparison whose outcome the new budget flips. So every run in a walk keeps
    its trajectory, a list of points: the boundaries before each COMPUTE step and the
-   completions of computations inside a materialization. At each point it keeps the state's
-   hash, and for the segment up to the next point what the run's record needs (counter
-   increments, maxima, the nearest compared values on each side of the budget) and the arena
-   words the segment changed. A resumed run that reaches a point whose state equals a point of
+   completions of some computations inside a materialization (about one in POINT_EVERY, see
+   point_here in runtime.h). At each point it keeps the state's hash, and for the segment up
+   to the next point what the run's record needs (counter increments, maxima, the nearest
+   compared values on each side of the budget) and the arena words the segment changed. A
+   resumed run that reaches a point whose state equals a point of
    the trajectory (same step and clock, same hash), where no later comparison of the
    trajectory has a value the new budget flips (all its exceeding values are >= the new
    budget, so exactly those equal to it), merges: its record is its own up to that point plus
