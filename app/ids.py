@@ -35,6 +35,7 @@ TRACE_ASK_AGAIN = "trace-ask-again"  # a pending page's request for its views lo
 TRACE_FINGERPRINT = "trace-fingerprint"
 TRACE_LOCATION = "trace-location"
 TRACE_JOBS = "trace-jobs"
+TRACE_JOBS_INTERVAL = "trace-jobs-interval"  # the jobs list's own ticks, pending or not
 TRACE_JOB_CANCEL = "trace-job-cancel"  # pattern: {"type": TRACE_JOB_CANCEL, "job": id}
 TRACE_CANCEL_MESSAGE = "trace-cancel-message"
 TRACE_CANCEL_REQUEST = "trace-cancel-request"  # {job, at}: the last cancel button clicked

@@ -133,11 +133,11 @@ def _jobs_refresh() -> dict[str, Any]:
     return {
         **_outputs(("trace-jobs", "children")),
         "inputs": [
-            {"id": "trace-interval", "property": "n_intervals", "value": 1},
+            {"id": "trace-jobs-interval", "property": "n_intervals", "value": 1},
             {"id": "trace-launch-message", "property": "children", "value": None},
             {"id": "trace-cancel-message", "property": "children", "value": None},
         ],
-        "changedPropIds": ["trace-interval.n_intervals"],
+        "changedPropIds": ["trace-jobs-interval.n_intervals"],
         "state": [{"id": "trace-name", "property": "data", "value": TRACE}],
     }
 

@@ -234,6 +234,8 @@ def test_a_trace_page_of_many_runs_shows_before_its_views(
     assert '"max_intervals": 1' in content  # one request for the views, not one a tick
     # and if that request is lost, it asks again past gunicorn's timeout
     assert '{"id": "trace-ask-again", "disabled": false, "interval": 120000}' in content
+    # and its jobs list keeps ticking meanwhile, on ticks of its own that never stop
+    assert '{"id": "trace-jobs-interval", "interval": 2000}' in content
     response = _refresh_trace(client, "synthetic-mlp", "")
     assert response.status_code == 200, response.get_data(as_text=True)
     answer = response.get_json()["response"]

@@ -649,7 +649,7 @@ def test_a_trace_page_whose_views_fail_says_why_then_shows_them(  # type: ignore
 
 
 @pytest.fixture(scope="module")
-def losing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def losing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A served store whose overview cards and trace pages all wait for what they ask for,
     and ask again 3 s later if no answer has come (DTR_LANDSCAPE_ASK_AGAIN_S)."""
     folder = tmp_path_factory.mktemp("served-losing")
@@ -659,19 +659,19 @@ def losing_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     (folder / "no-dtr-traces").mkdir()
     settings = {"DTR_LANDSCAPE_DEFER_CARDS_ABOVE": "0", "DTR_LANDSCAPE_ASK_AGAIN_S": "3"}
     with serving(folder, db, folder / "no-dtr-traces", **settings) as base:
-        yield base
+        yield base, db
 
 
-def _losing_the_first(browser, marker: str):  # type: ignore[no-untyped-def]
-    """A tab whose first callback request carrying `marker` is lost (aborted, as when
-    gunicorn kills its worker at the timeout); the others go through. Returns the tab and
-    the list of requests that carried the marker, lost or sent ("lost", "sent")."""
+def _losing(browser, marker: str, *, every: bool = False):  # type: ignore[no-untyped-def]
+    """A tab whose first callback request carrying `marker` (or every one, `every`) is lost
+    (aborted, as when gunicorn kills its worker at the timeout); the others go through.
+    Returns the tab and the list of requests that carried the marker ("lost", "sent")."""
     seen: list[str] = []
 
-    def lose_first(route) -> None:  # type: ignore[no-untyped-def]
+    def lose(route) -> None:  # type: ignore[no-untyped-def]
         if marker in (route.request.post_data or ""):
-            seen.append("sent" if seen else "lost")
-            if seen == ["lost"]:
+            seen.append("sent" if seen and not every else "lost")
+            if seen[-1] == "lost":
                 route.abort("connectionreset")
                 return
         route.continue_()
@@ -679,7 +679,7 @@ def _losing_the_first(browser, marker: str):  # type: ignore[no-untyped-def]
     context = browser.new_context(viewport=VIEWPORT)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
-    tab.route(re.compile(r"/_dash-update-component(\?|$)"), lose_first)
+    tab.route(re.compile(r"/_dash-update-component(\?|$)"), lose)
     return tab, seen
 
 
@@ -688,9 +688,9 @@ def test_a_trace_page_whose_request_for_its_views_is_lost_asks_again(  # type: i
 ) -> None:
     """The page's one request for its views gets no answer: the page asks again, and shows
     them without a reload (it said "Reading its ... runs" until reloaded before)."""
-    tab, seen = _losing_the_first(browser, "trace-strip.figure")
+    tab, seen = _losing(browser, "trace-strip.figure")
     try:
-        tab.goto(losing_server + f"/trace/{TRACE}")
+        tab.goto(losing_server[0] + f"/trace/{TRACE}")
         summary = tab.locator(f"#{ids.TRACE_SUMMARY}")
         expect(summary).to_contain_text("first success")
         expect(tab.locator("#trace-strip .js-plotly-plot .scatterlayer .point")).not_to_have_count(
@@ -701,14 +701,41 @@ def test_a_trace_page_whose_request_for_its_views_is_lost_asks_again(  # type: i
         tab.context.close()
 
 
+def test_a_pending_trace_pages_jobs_list_stays_current(  # type: ignore[no-untyped-def]
+    browser, losing_server
+) -> None:
+    """While a trace page waits for its views (here: every request for them is lost), its jobs
+    list still follows a job launched from it to its end (before, the list was refreshed only
+    on the views' ticks, which stop while they are pending)."""
+    base, db = losing_server
+    # a run no view was built with yet, so that the page waits for its views whatever the
+    # other tests of this server built before
+    Store.open(db).add_runs([run_point(TRACE, ratio=0.47)], source="engine", cap=60)
+    tab, lost = _losing(browser, "trace-strip.figure", every=True)
+    try:
+        tab.goto(base + f"/trace/{TRACE}")
+        expect(tab.locator(f"#{ids.TRACE_SUMMARY}")).to_contain_text("Reading its")
+        # a job that runs for seconds: the launch's own refresh of the list shows it queued or
+        # running, and only the list's ticks show it done
+        message = launch(tab, "grid", **{"from": "0.3", "to": "0.8", "step": "0.001"})
+        match = re.search(r"job #(\d+)", message)
+        assert match, message
+        row = tab.locator(f"#job-row-{match.group(1)}")
+        expect(row.locator(".status")).to_have_text("done", timeout=60_000)
+        expect(tab.locator(f"#{ids.TRACE_SUMMARY}")).to_contain_text("Reading its")
+        assert lost and set(lost) == {"lost"}  # the views were asked for, and never came
+    finally:
+        tab.context.close()
+
+
 def test_an_overview_card_whose_request_is_lost_asks_again(  # type: ignore[no-untyped-def]
     browser, losing_server
 ) -> None:
     """An overview card built after the page: its request gets no answer, and the card asks
     again instead of saying "Reading its ... runs" until the page is reloaded."""
-    tab, seen = _losing_the_first(browser, ids.HOME_CARD_REQUEST)
+    tab, seen = _losing(browser, ids.HOME_CARD_REQUEST)
     try:
-        tab.goto(losing_server + "/")
+        tab.goto(losing_server[0] + "/")
         card = tab.locator(f"#card-{TRACE}")
         expect(card.locator(".js-plotly-plot .scatterlayer .point")).not_to_have_count(0)
         expect(card).not_to_contain_text("Reading its")

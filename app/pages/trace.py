@@ -52,10 +52,10 @@ dash.register_page(
 LOG = logging.getLogger(__name__)
 REFRESH_MS = 2000
 # a page whose views are pending asks for them once, after this, and its ticks stop until they
-# come (its jobs list is refreshed on the same ticks). Ticks every 0.5 s meanwhile sent a new
-# request each: each one superseded the one before it, whose answer the page dropped, and the
-# second gunicorn worker built the same views again (InceptionV4's 483,255 runs: 3.5-4 s each,
-# on both workers at once)
+# come (its jobs list has ticks of its own, and stays current meanwhile). Ticks every 0.5 s
+# meanwhile sent a new request each: each one superseded the one before it, whose answer the
+# page dropped, and the second gunicorn worker built the same views again (InceptionV4's
+# 483,255 runs: 3.5-4 s each, on both workers at once)
 FIRST_REFRESH_MS = 500
 # a pending page whose request for its views failed says why and asks again after this (with
 # one request and no ticks meanwhile it would otherwise say "Reading its ... runs" until
@@ -134,6 +134,8 @@ def layout(name: str = "", policy: str | None = None, **_query: object) -> html.
             html.Div(id=ids.TRACE_CANCEL_MESSAGE, role="status", className="message"),
             dcc.Store(id=ids.TRACE_CANCEL_REQUEST),
             html.Div(jobs_view(name), id=ids.TRACE_JOBS),
+            # apart from the views' ticks, which stop while they are pending
+            dcc.Interval(id=ids.TRACE_JOBS_INTERVAL, interval=REFRESH_MS),
             dcc.Store(id=ids.TRACE_FINGERPRINT, data=seen),
             dcc.Interval(
                 id=ids.TRACE_INTERVAL,
@@ -223,7 +225,7 @@ def refresh(
 
 @callback(
     Output(ids.TRACE_JOBS, "children"),
-    Input(ids.TRACE_INTERVAL, "n_intervals"),
+    Input(ids.TRACE_JOBS_INTERVAL, "n_intervals"),
     Input(ids.TRACE_LAUNCH_MESSAGE, "children"),
     Input(ids.TRACE_CANCEL_MESSAGE, "children"),
     State(ids.TRACE_NAME, "data"),
