@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from engine.landscape.record_diff import diff
 from engine.landscape.report import markdown_table
 from engine.landscape.report_check import Hole, TraceClaims, inconsistencies, read_report
 from engine.landscape.store import Store
@@ -357,22 +358,14 @@ def test_a_walk_in_parts_gives_its_report_entry(tmp_path: Path) -> None:
     assert ours == report
 
 
-# what differs between two stores' records of one execution: ids, times, where they ran
-NOT_THE_EXECUTION = {
-    "run_id", "wall_s", "source", "sweep_id", "walk_id", "repeat", "stage", "host",
-    "started_at", "ended_at", "events_path", "engine_version", "trace_sha256",
-}  # fmt: skip
-
-
 def test_a_slice_of_the_band_walked_here_gives_the_stored_walks_records(
     tmp_path: Path, traces_dir: Path
 ) -> None:
     """InceptionV4's band, where every run thrashes up to the cap and some never rejoin their
     predecessor, walked afresh with 2 workers (chunks, seams, merges, jumps, points spaced
     inside cascades): every execution is the stored walk's (docs/runs/inceptionv4/, the code
-    and machines of 2026-12-05), field for field. A run entered at another budget of its
-    interval (a chunk's seam) differs only there: in its budget, and so in the bytes a failure
-    was over it by."""
+    and machines of 2026-12-05), field for field (`diff-records`' comparison: a run entered at
+    another budget of its interval differs only there)."""
     db = tmp_path / "slice.duckdb"
     args = ("landscape", "inceptionv4", "--from", "0.2005", "--to", "0.20053", "--workers", "2")
     done = cli(*args, "--db", str(db), env=_env(traces_dir))
@@ -381,25 +374,7 @@ def test_a_slice_of_the_band_walked_here_gives_the_stored_walks_records(
     lo, hi = int(ours["same_lo"].min()), int(ours["same_hi"].max())
     stored = pd.concat(pd.read_parquet(p) for p in (RUNS / "inceptionv4").glob("part-*.parquet"))
     stored = stored[(stored["same_hi"] >= lo) & (stored["same_lo"] <= hi)]
-    stored = stored.drop_duplicates("same_lo").set_index("same_lo", drop=False)
-    assert len(ours) > 300 and sorted(ours["same_lo"]) == sorted(stored["same_lo"])
+    found = diff(ours, stored)
     assert (ours["status"] == "thrashed").all()
-    fields = [c for c in ours.columns if c in stored.columns and c not in NOT_THE_EXECUTION]
-    entered_elsewhere = 0
-    for record in ours.to_dict("records"):
-        theirs = stored.loc[record["same_lo"]].to_dict()
-        shift = record["budget"] - theirs["budget"]
-        entered_elsewhere += shift != 0
-        if theirs["failure_over_by"] is not None and not pd.isna(theirs["failure_over_by"]):
-            theirs["failure_over_by"] -= shift  # used + request - budget
-        theirs["budget"] += shift
-        theirs["ratio"] = record["ratio"] if shift else theirs["ratio"]
-        differing = [f for f in fields if not _same(record[f], theirs[f])]
-        assert not differing, (record["run_id"], theirs["run_id"], differing)
-    assert entered_elsewhere < len(ours) // 10
-
-
-def _same(a: Any, b: Any) -> bool:
-    missing_a = a is None or (isinstance(a, float) and pd.isna(a))
-    missing_b = b is None or (isinstance(b, float) and pd.isna(b))
-    return missing_a == missing_b and (missing_a or a == b)
+    assert found.agree and found.differing == 0 and found.conflicting == 0, found.examples
+    assert found.shared == len(ours) > 300 and found.only_ours == found.only_theirs == 0

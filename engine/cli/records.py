@@ -5,8 +5,9 @@
                   [--traces DIR] [--db PATH]
     dtr-landscape export [--table runs|intervals|traces|walks] (--csv FILE | --parquet FILE)
                   [--trace T] [--except EXPORT ...] [--db PATH]
+    dtr-landscape diff-records TRACE --against PATH [--policy P] [--db PATH] [--json]
 
-The work is done in engine/landscape/importers.py.
+The work is done in engine/landscape/importers.py and record_diff.py.
 """
 
 from __future__ import annotations
@@ -58,10 +59,22 @@ def register(sub: Any) -> dict[str, Handler]:
         "walk carried on over several stores is exported in parts",
     )
     export.add_argument("--db", metavar="PATH", help="the DuckDB store")
+
+    compare = sub.add_parser(
+        "diff-records",
+        help="compare a trace's executions in two stores, field by field (another engine "
+        "version, machine or walk): exit 0 when every shared one agrees",
+    )
+    compare.add_argument("trace", help="a trace name or SHA-256")
+    compare.add_argument("--against", metavar="PATH", required=True, help="the other store")
+    compare.add_argument("--policy", metavar="P", help="only this policy (default: every one)")
+    compare.add_argument("--db", metavar="PATH", help="the DuckDB store")
+    compare.add_argument("--json", action="store_true", help="print one JSON object")
     return {
         "import-traces": _cmd_import_traces,
         "import-records": _cmd_import_records,
         "export": _cmd_export,
+        "diff-records": _cmd_diff_records,
     }
 
 
@@ -93,3 +106,38 @@ def _cmd_export(args: argparse.Namespace) -> int:
     rows = export_table(Store.existing(args.db), target, args.table, args.trace, args.except_files)
     print(json.dumps({"table": args.table, "format": suffix, "path": target, "rows": rows}))
     return 0
+
+
+def _cmd_diff_records(args: argparse.Namespace) -> int:
+    from engine.landscape.record_diff import diff
+    from engine.landscape.store import Store
+
+    ours = Store.existing(args.db).runs(args.trace, args.policy)
+    theirs = Store.existing(args.against).runs(args.trace, args.policy)
+    if ours.empty and theirs.empty:
+        raise ValueError(f"neither store holds runs of {args.trace!r}" + _under(args.policy))
+    found = diff(ours, theirs)
+    if args.json:
+        print(json.dumps({"trace": args.trace, "policy": args.policy, **found.as_json()}))
+        return 0 if found.agree else 1
+    print(
+        f"{args.trace}{_under(args.policy)}: {found.shared:,} executions in both stores, "
+        f"{found.only_ours:,} only in this one, {found.only_theirs:,} only in the other"
+    )
+    print(
+        f"  {found.differing:,} shared executions whose records differ; "
+        f"{found.conflicting:,} whose interval overlaps another of the other store's; "
+        f"{found.entered_elsewhere:,} entered at another budget of their interval"
+    )
+    for example in found.examples:
+        fields = ", ".join(f"{k} {v[0]!r} against {v[1]!r}" for k, v in example["fields"].items())
+        print(
+            f"  [{example['same_lo']:,}, {example['same_hi'] or 'up'}] {example['policy']}: "
+            f"{fields} (runs {example['run_id']} and {example['other_run_id']})"
+        )
+    print("  agree" if found.agree else "  DISAGREE")
+    return 0 if found.agree else 1
+
+
+def _under(policy: str | None) -> str:
+    return f" under {policy}" if policy else ""
