@@ -116,6 +116,20 @@ def test_a_failure_entered_at_another_budget_differs_only_by_that_shift(
     assert code == 1 and list(found["examples"][0]["fields"]) == ["failure_over_by"]
 
 
+def test_stores_of_disjoint_ranges_compare_nothing_and_do_not_agree(
+    walked: tuple[Path, Path], tmp_path: Path
+) -> None:
+    one, _ = walked
+    other = tmp_path / "other.duckdb"
+    done = cli("landscape", TRACE, "--from", "0.7", "--to", "0.72", "--db", str(other))
+    assert done.returncode == 0, done.stderr
+    code, found = _diff(one, other)
+    assert code == 1 and not found["agree"] and found["shared"] == 0, found
+    assert found["only_ours"] > 1000 and found["only_theirs"] > 0
+    text = cli("diff-records", TRACE, "--db", str(one), "--against", str(other))
+    assert text.returncode == 1 and "nothing compared: no execution is in both" in text.stdout
+
+
 def test_bad_input_says_what_is_wrong(walked: tuple[Path, Path], tmp_path: Path) -> None:
     one, _ = walked
     missing = tmp_path / "no-such.duckdb"

@@ -135,7 +135,10 @@ def _cmd_diff_records(args: argparse.Namespace) -> int:
             f"  [{example['same_lo']:,}, {example['same_hi'] or 'up'}] {example['policy']}: "
             f"{fields} (runs {example['run_id']} and {example['other_run_id']})"
         )
-    print("  agree" if found.agree else "  DISAGREE")
+    if not found.shared:
+        print("  nothing compared: no execution is in both stores")
+    else:
+        print("  agree" if found.agree else "  DISAGREE")
     return 0 if found.agree else 1
 
 

@@ -64,7 +64,9 @@ class RecordDiff:
 
     @property
     def agree(self) -> bool:
-        return not self.differing and not self.conflicting
+        """Some execution in both, and none that differs or conflicts (two stores of
+        disjoint ranges compared nothing: they do not agree)."""
+        return self.shared > 0 and not self.differing and not self.conflicting
 
     def as_json(self) -> dict[str, Any]:
         return {"agree": self.agree, **asdict(self)}
