@@ -45,18 +45,18 @@ def test_two_walks_of_the_same_range_agree(walked: tuple[Path, Path]) -> None:
     assert f"{found['shared']:,} executions in both stores" in text.stdout
 
 
-def _altered(walked: tuple[Path, Path], tmp_path: Path) -> tuple[Path, pd.DataFrame]:
-    """The 2-worker walk's runs, exported, altered (below) and imported into a new store."""
+def _exported(walked: tuple[Path, Path], tmp_path: Path) -> pd.DataFrame:
+    """The 2-worker walk's runs, exported and read back, to be altered and `_stored`."""
     _, two = walked
     exported = tmp_path / "runs.parquet"
     done = cli("export", "--parquet", str(exported), "--db", str(two))
     assert done.returncode == 0, done.stderr
     runs = pd.read_parquet(exported, dtype_backend="numpy_nullable")  # whole numbers stay so
-    runs = runs.sort_values("same_lo", ignore_index=True)
-    return exported, runs
+    return runs.sort_values("same_lo", ignore_index=True)
 
 
 def _stored(runs: pd.DataFrame, tmp_path: Path) -> Path:
+    """`runs` imported into a new store (import-records, as another store's export)."""
     tmp_path.mkdir(exist_ok=True)
     runs.to_parquet(tmp_path / "altered.parquet")
     db = tmp_path / "altered.duckdb"
@@ -69,7 +69,7 @@ def test_a_record_that_differs_is_named_with_its_runs(
     walked: tuple[Path, Path], tmp_path: Path
 ) -> None:
     one, _ = walked
-    _, runs = _altered(walked, tmp_path)
+    runs = _exported(walked, tmp_path)
     changed = runs.index[len(runs) // 2]
     runs.loc[changed, "evictions"] += 1
     code, found = _diff(one, _stored(runs, tmp_path))
@@ -88,7 +88,7 @@ def test_bytes_given_to_different_executions_conflict(
 ) -> None:
     """An interval cut short in one store overlaps the other's: both sides count it."""
     one, _ = walked
-    _, runs = _altered(walked, tmp_path)
+    runs = _exported(walked, tmp_path)
     wide = runs.index[(runs["same_hi"] - runs["same_lo"] > 2).to_numpy()][0]
     runs.loc[wide, "same_hi"] -= 1
     code, found = _diff(one, _stored(runs, tmp_path))
@@ -102,7 +102,7 @@ def test_a_failure_entered_at_another_budget_differs_only_by_that_shift(
     """A run entered 1 byte higher in its interval: its budget and ratio move, and the bytes a
     failure was over the budget by move back by as much. Anything else is a difference."""
     one, _ = walked
-    _, runs = _altered(walked, tmp_path)
+    runs = _exported(walked, tmp_path)
     failed = runs.index[(runs["status"] == "oom") & (runs["same_hi"] > runs["budget"]).to_numpy()][
         0
     ]
