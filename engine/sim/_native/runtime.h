@@ -111,7 +111,6 @@ static int compute_op(Core *c, int32_t t, int remat) {
     return 0;
 }
 
-/* Run the frame stack until it is empty, or to a terminal status. */
 /* Whether a computation completed mid-cascade is a point. Every one was: a thrashing run's
    180,000 points, each closing a segment whose changed words are logged and hashed (a quarter
    of a tracked run), where consecutive computations of a cascade rewrite mostly the same
@@ -123,6 +122,7 @@ static inline int point_here(const Core *c) {
     return c->point_every <= 1 || mix64((uint64_t)c->s.clock) % (uint64_t)c->point_every == 0;
 }
 
+/* Run the frame stack until it is empty, or to a terminal status. */
 static int materialize(Core *c) {
     Arrays *a = &c->a;
     while (c->s.fs_top > 0) {
