@@ -294,7 +294,7 @@ class Walk:
     kept, so its walk replays every run from the start (same records, no sharing).
     `merging=False` keeps prefix sharing only; `verify_hash=True` recomputes the state hash at
     every boundary (slow: for tests). `checkpoint_words` spaces the copies of the state a jump
-    starts from (-1: the runtime's default, six states' worth of changed words; 0: none, a
+    starts from (-1: the runtime's default, one state's worth of changed words; 0: none, a
     jump applies every changed word from where it starts). `sweep_words` caps the bases of one
     label sweep at 64 * sweep_words (1: the 64 of earlier runtimes, for `bench`).
     `incremental=False` searches every reverse neighbourhood from scratch (_native/incremental.h

@@ -197,9 +197,11 @@ static void close_segment(Core *c) {
 
 /* ---- checkpoints (see ck_arena in state.h) ---- */
 /* Every CHECKPOINT_STATES states' worth of changed words (InceptionV4's state is 0.7M
-   words, a thrashing run's trajectory 87M): the copies take a quarter of the log's bytes
-   and a jump applies at most that many words (from 8.4M on average at 0.20). */
-#define CHECKPOINT_STATES 6
+   words, a thrashing run's trajectory some 87M): a jump applies at most that many words
+   (8.4M on average at 0.20 before there were checkpoints). One state's worth: InceptionV4's
+   walks from 0.195 and 0.2005 take 8% and 6% less time than with six (docs/WALKS.md), the
+   other traces' the same, for a tenth to a sixth of a GB more. */
+#define CHECKPOINT_STATES 1
 
 /* Mid-cascade points at about one computation in POINT_EVERY (see point_here, runtime.h). */
 #define POINT_EVERY 32
