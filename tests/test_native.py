@@ -195,6 +195,9 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         # from scratch in the others: the same rows (the states above are equal)
         assert all(s["incremental_searches"] > 0 for s in stats[:4]), name
         assert all(s["incremental_searches"] == s["fresh_absorbs"] == 0 for s in stats[4:]), name
+        # and new storages' forward rows derived from a parent's in the first four (regions.h)
+        assert all(s["derived_searches"] > 0 for s in stats[:4]), name
+        assert all(s["derived_searches"] == 0 for s in stats[4:]), name
         assert swept["sweep_passes"] == labels["sweep_passes"] >= auto["sweep_passes"], name
     # the widths the points reach: one word (the LSTM), several, and all eight (InceptionV4's
     # passes fill a sweep of 512); the 64- and 192-base ways cut the wider passes in several

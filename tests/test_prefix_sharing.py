@@ -333,16 +333,18 @@ def _exact(record: dict) -> dict:
 def test_walks_keep_reverse_rows_fresh_exactly(
     traces_dir: Path, trace: str, ratio: float, steps: int
 ) -> None:
-    """Reverse rows kept fresh in place (_native/incremental.h) along walks that resume and
-    jump, where the maintained neighbourhoods are not always what a fresh search finds (the
-    Unrolled GAN near 0.22): under verify_hash every row taken as fresh is compared with a
-    fresh search as it is taken, and every record equals a fresh run's that searches every
-    reverse neighbourhood from scratch."""
+    """Reverse rows kept fresh in place (_native/incremental.h), and new storages' forward rows
+    derived from a parent's (regions.h, derive_forward), along walks that resume and jump,
+    where the maintained neighbourhoods are not always what a fresh search finds (the
+    Unrolled GAN near 0.22): under verify_hash every row taken as fresh or derived is compared
+    with a fresh search as it is made, and every record equals a fresh run's that searches
+    every neighbourhood from scratch."""
     ref, program = load(trace, traces_dir)
     base = baseline(program)
     policy = make_policy("DTR")
     records, stats = _walk(trace, int(ratio * base.peak), "DTR", traces=traces_dir, steps=steps)
     assert stats["incremental_searches"] > 0 and stats["fresh_absorbs"] > 0
+    assert stats["derived_searches"] > 0
     assert stats["points_resumed"] > 0  # resumed runs, whose restored states start the log afresh
     for record in records:
         fresh = native.NativeSimulation(
@@ -353,7 +355,7 @@ def test_walks_keep_reverse_rows_fresh_exactly(
             incremental=False,
         )
         expected = make_record(ref, program, base, fresh.run(), policy.spec, None, frozenset())
-        assert fresh.stats()["incremental_searches"] == 0
+        assert fresh.stats()["incremental_searches"] == fresh.stats()["derived_searches"] == 0
         for name in expected:
             if name != "wall_s":
                 assert record[name] == expected[name], (name, record["budget"])

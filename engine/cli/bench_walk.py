@@ -172,9 +172,9 @@ def walk_memory(
     is the process's high-water mark). `checkpoints=False`: its jumps apply every changed word
     from where they start, as before the runtime kept copies of the state. `sweep_words=1`:
     the neighbourhood searches sweep 64 bases at a time, as before wider labels.
-    `incremental=False`: every reverse search from scratch, as before they were updated in
-    place. `point_every=1`: a point after every computation inside a cascade, as before they
-    were spaced."""
+    `incremental=False`: every search from scratch, as before reverse ones were updated in
+    place and new storages' forward ones derived. `point_every=1`: a point after every
+    computation inside a cascade, as before they were spaced."""
     ref, program = load(trace)
     base = baseline(program)
     start = budget_for(ratio, base.peak)
@@ -211,10 +211,10 @@ def walk_memory(
 def bench_thrash_memory(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     """THRASH_WALKS with the trajectory log unlimited (how walks ran before the limit),
     limited without copies of the state for jumps, limited with searches swept 64 bases at a
-    time, limited with every reverse search from scratch, limited with a point after every
+    time, limited with every search from scratch, limited with a point after every
     computation inside cascades, and the default (limited, copies, 512 bases a sweep, reverse
-    searches updated in place, points spaced), each in a fresh process: max RSS and seconds,
-    side by side."""
+    searches updated in place and forward ones derived, points spaced), each in a fresh
+    process: max RSS and seconds, side by side."""
     lines: list[str] = []
     for trace, ratio, steps in THRASH_WALKS:
         lines += _thrash_memory(trace, ratio, steps, traces_dir)

@@ -297,8 +297,9 @@ class Walk:
     starts from (-1: the runtime's default, one state's worth of changed words; 0: none, a
     jump applies every changed word from where it starts). `sweep_words` caps the bases of one
     label sweep at 64 * sweep_words (1: the 64 of earlier runtimes, for `bench`).
-    `incremental=False` searches every reverse neighbourhood from scratch (_native/incremental.h
-    updates the ones only the computation's new storages changed; for tests and `bench`).
+    `incremental=False` searches every neighbourhood from scratch (_native/incremental.h
+    updates the reverse ones only the computation's new storages changed, and regions.h
+    derives a new storage's forward ones from a parent's; for tests and `bench`).
     `tracking` says which runs keep a trajectory: "auto" (while merges and jumps pay for it,
     engine/sim/walk_tracking.py), "always", "never" (prefix sharing only), or a
     TrackingChoice that decides.

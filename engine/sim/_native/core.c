@@ -108,7 +108,7 @@ static void Core_dealloc(Core *c) {
                      c->dirty_old, c->log, c->row_old[0], c->row_old[1], c->memo, c->memo_slot,
                      c->memo_hash, c->memo_total, c->gclo, c->lc, c->base_entry, c->entry_base,
                      c->label_rows, c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
-                     c->changes, c->rev_fresh_at, c->verify_rows};
+                     c->changes, c->rev_fresh_at, c->fwd_fresh_at, c->verify_rows};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (int i = 0; i < c->n_spare; i++) PyMem_Free(c->spare[i]);
     for (Py_ssize_t i = 0; i < c->ck_slots; i++) PyMem_Free(c->ck_arena[i]);
@@ -436,6 +436,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->nr_items = (int32_t *)PyMem_Calloc((size_t)c->ch_off[n] + 1, sizeof(int32_t));
     c->lc = (int64_t *)PyMem_Calloc(n + 1, sizeof(int64_t));
     c->rev_fresh_at = (int64_t *)PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    c->fwd_fresh_at = (int64_t *)PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
     c->sweep_lab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_flab = (uint64_t *)PyMem_Calloc((size_t)(n + 1) * SWEEP_WORDS, sizeof(uint64_t));
     c->sweep_act = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
@@ -473,7 +474,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
                                 c->dfs_node, c->dfs_edge, c->bases, c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
                                 c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
-                                c->base_entry, c->entry_base, c->rev_fresh_at};
+                                c->base_entry, c->entry_base, c->rev_fresh_at,
+                                c->fwd_fresh_at};
     for (size_t i = 0; i < sizeof allocated / sizeof allocated[0]; i++)
         if (!allocated[i]) {
             PyErr_NoMemory();
@@ -626,8 +628,9 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "incremental_searches", (long long)c->incremental_searches,
         "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
-    PyObject *epochs = Py_BuildValue("{sLsL}", "untracked_runs", (long long)c->untracked_runs,
-                                     "epochs_started", (long long)c->epochs_started);
+    PyObject *epochs = Py_BuildValue("{sLsLsL}", "untracked_runs", (long long)c->untracked_runs,
+                                     "epochs_started", (long long)c->epochs_started,
+                                     "derived_searches", (long long)c->derived_searches);
     if (!epochs || PyDict_Update(d, epochs) < 0) {
         Py_XDECREF(epochs);
         Py_DECREF(d);

@@ -42,6 +42,7 @@ static void note_change(Core *c, int32_t s) {
             c->changes_valid_from = 0;
             c->changes_mark = 0;
             memset(c->rev_fresh_at, 0, sizeof(int64_t) * ((size_t)c->n + 1));
+            memset(c->fwd_fresh_at, 0, sizeof(int64_t) * ((size_t)c->n + 1));
         } else if (RESERVE(c->changes, c->changes_cap, c->n_changes + 1, 4096) < 0) {
             PyErr_Clear(); /* out of memory: searches from scratch from here on */
             c->incremental = 0;
@@ -60,20 +61,32 @@ static void forget_fresh(Core *c) {
 }
 
 static inline void mark_fresh(Core *c, int32_t base, int forward) {
-    if (!forward) c->rev_fresh_at[base] = (int64_t)c->n_changes + 1;
+    (forward ? c->fwd_fresh_at : c->rev_fresh_at)[base] = (int64_t)c->n_changes + 1;
 }
 
-/* Whether q's reverse rows are its last fresh search's, nothing they read changed since but
-   the storages of the log from `mark` on (the computation's new ones). */
-static int still_fresh(Core *c, int32_t q, Py_ssize_t mark) {
-    int64_t at = c->rev_fresh_at[q] - 1;
+/* Whether q's rows of one direction are its last fresh search's, nothing they read changed
+   since but the storages of the log from `mark` on (the computation's new ones). A storage an
+   operator creates or writes into is logged before it gains its parents (new_operator): a
+   forward search from one of them, or through one in its interior, now reaches it. */
+static inline __attribute__((always_inline)) int fresh_rows(Core *c, int32_t q, Py_ssize_t mark,
+                                                          int forward) {
+    int64_t at = (forward ? c->fwd_fresh_at : c->rev_fresh_at)[q] - 1;
     if (at < (int64_t)c->changes_valid_from || at > (int64_t)mark) return 0;
-    const uint64_t *interior = row(c, c->a.rev_int, q), *frontier = row(c, c->a.rev_fr, q);
+    const uint64_t *interior = row(c, forward ? c->a.fwd_int : c->a.rev_int, q);
+    const uint64_t *frontier = row(c, forward ? c->a.fwd_fr : c->a.rev_fr, q);
     for (Py_ssize_t i = (Py_ssize_t)at; i < mark; i++) {
         int32_t v = c->changes[i];
         if (v == q || test_bit(interior, v) || test_bit(frontier, v)) return 0;
+        if (!forward) continue;
+        const int32_t *ps = c->pa_items + c->pa_off[v];
+        for (int32_t k = 0; k < c->a.pa_len[v]; k++)
+            if (ps[k] == q || test_bit(interior, ps[k])) return 0;
     }
     return 1;
+}
+
+static int still_fresh(Core *c, int32_t q, Py_ssize_t mark) {
+    return fresh_rows(c, q, mark, 0);
 }
 
 static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interior,

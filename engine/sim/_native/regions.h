@@ -72,6 +72,75 @@ static int search_all(Core *c, const int32_t *bases, Py_ssize_t nb, int forward)
     return 0;
 }
 
+/* A new storage's own forward rows, derived from a parent's instead of searched. In a cascade
+   each rebuilt storage s is an argument of the next, and its parent p (the previous one) had
+   its forward rows made by a fresh search when it was computed. Where nothing those rows read
+   changed since (incremental.h's log, up to s's own entry) and s was p's only child in p's
+   interior, p's interior was s and what s reaches: s's interior is p's less s, its compute
+   p's less s's, and its frontier p's less the resident children of p that neither s nor its
+   interior has as a child. That is a fresh search's result, word for word (with verify_hash
+   compared with one). 0: no parent qualifies (search instead); -1: an error. */
+static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
+    Arrays *a = &c->a;
+    int32_t p = -1;
+    const int32_t *ps = c->pa_items + c->pa_off[s];
+    for (int32_t k = 0; k < a->pa_len[s] && p < 0; k++) {
+        int32_t q = ps[k];
+        const uint64_t *q_int = row(c, a->fwd_int, q);
+        if (!test_bit(q_int, s) || !fresh_rows(c, q, mark, 1)) continue;
+        const int32_t *ch = c->ch_items + c->ch_off[q];
+        int only = 1;
+        for (int32_t j = 0; j < a->ch_len[q] && only; j++)
+            if (ch[j] != s && test_bit(q_int, ch[j])) only = 0;
+        if (only) p = q;
+    }
+    if (p < 0) return 0;
+    uint64_t *interior = row(c, a->fwd_int, s), *frontier = row(c, a->fwd_fr, s);
+    const uint64_t *p_int = row(c, a->fwd_int, p), *p_fr = row(c, a->fwd_fr, p);
+    row_begin(c, interior, 0);
+    row_begin(c, frontier, 1);
+    memcpy(interior, p_int, sizeof(uint64_t) * c->words);
+    memcpy(frontier, p_fr, sizeof(uint64_t) * c->words);
+    clear_bit(interior, s);
+    const int32_t *ch = c->ch_items + c->ch_off[p];
+    for (int32_t j = 0; j < a->ch_len[p]; j++) {
+        int32_t r = ch[j];
+        if (!test_bit(frontier, r)) continue;
+        const int32_t *rp = c->pa_items + c->pa_off[r];
+        int kept = 0;
+        for (int32_t k = 0; k < a->pa_len[r] && !kept; k++)
+            kept = rp[k] == s || test_bit(interior, rp[k]);
+        if (!kept) clear_bit(frontier, r);
+    }
+    row_end(c, interior, 0);
+    row_end(c, frontier, 1);
+    PUT(c, a->fwd_sum[s], a->fwd_sum[p] - a->compute[s]);
+    mark_fresh(c, s, 1);
+    c->searches++;
+    c->derived_searches++;
+    if (c->verify_hash) {
+        Py_ssize_t GW = c->words;
+        if (!c->verify_rows) {
+            c->verify_rows = (uint64_t *)PyMem_Calloc(2 * (size_t)GW, sizeof(uint64_t));
+            if (!c->verify_rows) { PyErr_NoMemory(); return -1; }
+        }
+        uint64_t *v_int = c->verify_rows, *v_fr = c->verify_rows + GW;
+        memset(c->verify_rows, 0, sizeof(uint64_t) * 2 * GW);
+        int64_t visited = c->visited, edges = c->edges_seen; /* not the run's work */
+        int64_t total = search_into(c, s, 1, v_int, v_fr);
+        c->visited = visited;
+        c->edges_seen = edges;
+        if (total != a->fwd_sum[s] || memcmp(v_int, interior, sizeof(uint64_t) * GW) ||
+            memcmp(v_fr, frontier, sizeof(uint64_t) * GW)) {
+            snprintf(c->error, sizeof c->error,
+                     "forward neighbourhood of storage %d derived from storage %d's differs from "
+                     "a fresh search at step %d", s, p, c->s.step);
+            return -1;
+        }
+    }
+    return 1;
+}
+
 static int after_compute(Core *c, const int32_t *storages, int count) {
     Arrays *a = &c->a;
     uint64_t *aff_fwd = c->scratch_a, *aff_rev = c->scratch_b;
@@ -79,7 +148,9 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
     memset(aff_rev, 0, sizeof(uint64_t) * c->words);
     for (int i = 0; i < count; i++) {
         int32_t s = storages[i];
-        search(c, s, 1);
+        int derived = count == 1 && c->incremental ? derive_forward(c, s, c->changes_mark) : 0;
+        if (derived < 0) return -1;
+        if (!derived) search(c, s, 1);
         search(c, s, 0);
         const uint64_t *rf = row(c, a->rev_fr, s), *ff = row(c, a->fwd_fr, s);
         for (Py_ssize_t w = 0; w < c->words; w++) {

@@ -208,10 +208,10 @@ typedef struct {
        counts (the state was restored there), where the computation's new storages start */
     int32_t *changes;
     Py_ssize_t n_changes, changes_cap, changes_valid_from, changes_mark;
-    int64_t *rev_fresh_at;
+    int64_t *rev_fresh_at, *fwd_fresh_at; /* forward rows too (derive_forward) */
     int incremental; /* 0: every reverse search from scratch (a test switch) */
     uint64_t *verify_rows; /* with verify_hash: a fresh search's rows, to compare */
-    int64_t incremental_searches, fresh_absorbs;
+    int64_t incremental_searches, fresh_absorbs, derived_searches;
     Vec32 cover;       /* TwoPhase's candidates */
     Vec32 order, news; /* compute_op's outputs and their new storages */
     double time_limit; /* seconds; 0 = none */
