@@ -92,8 +92,9 @@ static int still_fresh(Core *c, int32_t q, Py_ssize_t mark) {
 static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interior,
                            uint64_t *frontier);
 
-/* With verify_hash (the tests' walks): rows taken as fresh are a fresh search's, word for word. */
-static int check_fresh(Core *c, int32_t q) {
+/* With verify_hash (the tests' walks): rows taken as fresh (kept in place, or derived) are a
+   fresh search's, word for word. */
+static int check_fresh(Core *c, int32_t q, int forward) {
     Py_ssize_t GW = c->words;
     if (!c->verify_rows) {
         c->verify_rows = (uint64_t *)PyMem_Calloc(2 * (size_t)GW, sizeof(uint64_t));
@@ -102,15 +103,16 @@ static int check_fresh(Core *c, int32_t q) {
     uint64_t *interior = c->verify_rows, *frontier = c->verify_rows + GW;
     memset(c->verify_rows, 0, sizeof(uint64_t) * 2 * GW);
     int64_t visited = c->visited, edges = c->edges_seen; /* not the run's work */
-    int64_t total = search_into(c, q, 0, interior, frontier);
+    int64_t total = search_into(c, q, forward, interior, frontier);
     c->visited = visited;
     c->edges_seen = edges;
-    if (total != c->a.rev_sum[q] ||
-        memcmp(interior, row(c, c->a.rev_int, q), sizeof(uint64_t) * GW) ||
-        memcmp(frontier, row(c, c->a.rev_fr, q), sizeof(uint64_t) * GW)) {
+    Arrays *a = &c->a;
+    if (total != (forward ? a->fwd_sum : a->rev_sum)[q] ||
+        memcmp(interior, row(c, forward ? a->fwd_int : a->rev_int, q), sizeof(uint64_t) * GW) ||
+        memcmp(frontier, row(c, forward ? a->fwd_fr : a->rev_fr, q), sizeof(uint64_t) * GW)) {
         snprintf(c->error, sizeof c->error,
-                 "reverse neighbourhood of storage %d kept fresh in place differs from a fresh "
-                 "search at step %d", q, c->s.step);
+                 "%s neighbourhood of storage %d taken as fresh differs from a fresh search "
+                 "at step %d", forward ? "forward" : "reverse", q, c->s.step);
         return -1;
     }
     return 0;
@@ -202,7 +204,7 @@ static int shrink_reverse(Core *c, int32_t q, const int32_t *news, int count, in
     mark_fresh(c, q, 0);
     c->searches++;
     c->incremental_searches++;
-    return c->verify_hash ? check_fresh(c, q) : 0;
+    return c->verify_hash ? check_fresh(c, q, 0) : 0;
 }
 
 /* The reverse searches of a pass: the bases whose rows are still fresh but for the new
