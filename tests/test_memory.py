@@ -24,11 +24,11 @@ POINTS = {
     "unrolled_gan": 0.15,
 }
 PROBE = """
-import json, resource, sys
+import json, sys
+from engine.cli.bench_walk import peak_rss_bytes
 from engine.sim.simulate import run_point
 record = run_point(sys.argv[1], ratio=float(sys.argv[2]), time_limit=20, traces=sys.argv[3] or None)
-print(json.dumps({"status": record["status"],
-                  "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+print(json.dumps({"status": record["status"], "max_rss": peak_rss_bytes()}))
 """
 
 
@@ -74,3 +74,23 @@ def test_a_walks_snapshots_and_log_share_one_budget(traces_dir: Path, trace: str
         assert walk.max_log_bytes == native.WALK_MEMORY_BYTES - snapshots < native.MAX_LOG_BYTES
     # an explicit limit (bench's "unlimited" 0 among them) is kept as given
     assert native.Walk(program, 1 << 30, make_policy("DTR"), max_log_bytes=0).max_log_bytes == 0
+
+
+def test_a_childs_peak_is_its_own() -> None:
+    """The peak a run process reports is its own: Linux carries ru_maxrss over an exec from the
+    process that forked it (here 300 MB), so the probes above read VmHWM instead."""
+    held = bytearray(300 << 20)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    code = (
+        "import json, resource; from engine.cli.bench_walk import peak_rss_bytes; "
+        "print(json.dumps([peak_rss_bytes(), "
+        "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    own, inherited = json.loads(done.stdout)
+    assert inherited >= 300 << 20  # the trap: the parent's resident set
+    assert own < 200 << 20, own
+    del held

@@ -158,6 +158,21 @@ def bench_tracking(traces_dir: str | os.PathLike[str] | None) -> list[str]:
     return lines
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident set since it started its program: VmHWM from
+    /proc/self/status. Not getrusage's ru_maxrss, which Linux carries over an exec from the
+    process that forked it, so that a walk run in a child of a process holding 1.2 GB reported
+    1.2 GB whatever it used itself (`bench` did until 2026-12-06). Elsewhere, ru_maxrss."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def walk_memory(
     trace: str,
     ratio: float,
@@ -202,7 +217,7 @@ def walk_memory(
         "runs": len(statuses),
         "statuses": statuses,
         "seconds": seconds,
-        "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "max_rss": peak_rss_bytes(),
         "unlogged_segments": stats["unlogged_segments"],
         "checkpoint_restores": stats["checkpoint_restores"],
     }
