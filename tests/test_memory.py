@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,16 +33,17 @@ print(json.dumps({"status": record["status"], "max_rss": peak_rss_bytes()}))
 """
 
 
-def _max_rss(trace: str, ratio: float, traces: str) -> dict:
+def _probe(code: str, *args: str) -> Any:
+    """What a fresh Python process running `code` prints, as JSON."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, trace, str(ratio), traces],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def _max_rss(trace: str, ratio: float, traces: str) -> dict:
+    return _probe(PROBE, trace, str(ratio), traces)
 
 
 def test_shipped_trace() -> None:
@@ -87,10 +89,7 @@ def test_a_childs_peak_is_its_own() -> None:
         "print(json.dumps([peak_rss_bytes(), "
         "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    own, inherited = json.loads(done.stdout)
+    own, inherited = _probe(code)
     assert inherited >= 300 << 20  # the trap: the parent's resident set
     assert own < 200 << 20, own
     del held
