@@ -129,7 +129,10 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
     memset(aff_rev, 0, sizeof(uint64_t) * c->words);
     for (int i = 0; i < count; i++) {
         int32_t s = storages[i];
-        int derived = count == 1 && c->incremental ? derive_forward(c, s, c->changes_mark) : 0;
+        /* (in a cycle s could reach p, which p's own rows never list) */
+        int derived = count == 1 && c->incremental && c->topological
+                          ? derive_forward(c, s, c->changes_mark)
+                          : 0;
         if (derived < 0) return -1;
         if (!derived) search(c, s, 1);
         search(c, s, 0);
