@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from engine.landscape.intervals import RESOLVED
+from engine.landscape.schema import is_missing, plain_value
 
 # which run it was, when, where, by which engine and with what cost: not the execution
 NOT_THE_EXECUTION = frozenset(
@@ -130,18 +131,18 @@ def _equal(x: pd.Series, y: pd.Series) -> pd.Series:
 
 
 def _text(value: Any) -> Any:
-    return None if _missing(value) else str(value)
+    return None if is_missing(value) else str(value)
 
 
 def _example(row: pd.Series, names: list[str]) -> dict[str, Any]:
     return {
         "policy": row["policy"],
-        "cap": _plain(row["cap"]),
+        "cap": plain_value(row["cap"]),
         "same_lo": int(row["same_lo"]),
         "same_hi": None if row["same_hi"] == OPEN else int(row["same_hi"]),
         "run_id": row["run_id"],
         "other_run_id": row["run_id other"],
-        "fields": {n: [_plain(row[n]), _plain(row[f"{n} other"])] for n in names},
+        "fields": {n: [plain_value(row[n]), plain_value(row[f"{n} other"])] for n in names},
     }
 
 
@@ -169,16 +170,3 @@ def _overlapping(a: pd.DataFrame, b: pd.DataFrame) -> int:
 def _tops(same_hi: pd.Series) -> np.ndarray:
     values = same_hi.to_numpy()
     return np.where(values == OPEN, MAX, values)
-
-
-def _missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    return isinstance(value, float) and np.isnan(value)
-
-
-def _plain(value: Any) -> Any:
-    """A value JSON can hold (numpy scalars as Python's, missing as None)."""
-    if _missing(value):
-        return None
-    return value.item() if isinstance(value, np.generic) else value

@@ -165,14 +165,14 @@ def unflatten(row: dict[str, Any]) -> dict[str, Any]:
         out["failure"] = None
     out["same_execution"] = {"lo": row.get("same_lo"), "hi": row.get("same_hi")}
     retained = row.get("retained")  # NULL beside text in a DataFrame is NaN
-    text = "" if _missing(retained) else str(retained)
+    text = "" if is_missing(retained) else str(retained)
     out["retained"] = [int(x) for x in text.split(",") if x]
     for key in _FLATTENED:
         out.pop(key, None)
     for key, value in out.items():
         if type(value) in _AS_THEY_ARE:  # most values (a DuckDB row's but NaN and timestamps)
             continue
-        if _missing(value):
+        if is_missing(value):
             out[key] = None  # NaN / NaT from pandas mean null
         elif isinstance(value, datetime):  # pandas' Timestamp is one too
             out[key] = value.isoformat()
@@ -190,26 +190,26 @@ _FLATTENED = tuple(
 _AS_THEY_ARE = frozenset({str, int, bool, type(None), list, dict})
 
 
-def _missing(value: Any) -> bool:
-    """None, NaN, or pandas' NaT. A value can only be NaT once pandas is loaded, and this
-    module does not load it: walks and sweeps write rows without pandas."""
+def is_missing(value: Any) -> bool:
+    """None, NaN, or pandas' NaT or NA. A value can only be those once pandas is loaded, and
+    this module does not load it: walks and sweeps write rows without pandas."""
     if value is None or (isinstance(value, float) and value != value):
         return True
     pandas = sys.modules.get("pandas")
-    return pandas is not None and value is pandas.NaT
+    return pandas is not None and (value is pandas.NaT or value is pandas.NA)
 
 
 _PLAIN_TYPES = (str, int, bool, datetime, type(None))  # as they are (float: NaN is missing)
 
 
-def _plain(value: Any) -> Any:
-    """pandas/numpy scalars and missing values as plain Python for pyarrow."""
+def plain_value(value: Any) -> Any:
+    """pandas/numpy scalars and missing values as plain Python (for pyarrow, and JSON)."""
     kind = type(value)
     if kind in _PLAIN_TYPES:  # nearly every value a walk writes: the checks below cost 0.1 s
         return value
     if kind is float:
         return None if value != value else value
-    if _missing(value):
+    if is_missing(value):
         return None
     if isinstance(value, datetime) and hasattr(value, "to_pydatetime"):
         return value.to_pydatetime()  # pandas' Timestamp
@@ -224,7 +224,7 @@ def arrow_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
     arrays = []
     for name, kind in columns:
         try:
-            arrays.append(column(kind, [_plain(row.get(name)) for row in rows]))
+            arrays.append(column(kind, [plain_value(row.get(name)) for row in rows]))
         except ColumnError as exc:
             raise StoreError(f"{table}.{name}: {exc}") from None
     schema = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in columns])
