@@ -321,11 +321,11 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         int64_t total = 0;
         /* word by word, so that only the words that change are hashed and marked */
         if (base_entry[b] < 0) {
-            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[x], 0);
+            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[2 * x], 0);
             memset(fresh, 0, sizeof(uint64_t) * GW);
         } else {
             const uint64_t *entry = c->memo + (Py_ssize_t)base_entry[b] * entry_words;
-            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[x], entry[W + x]);
+            for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &interior[2 * x], entry[W + x]);
             memcpy(fresh, entry + W + GW, sizeof(uint64_t) * GW);
             total = c->memo_total[base_entry[b]];
         }
@@ -333,7 +333,7 @@ static int shared_pass(Core *c, const int32_t *bases, Py_ssize_t nb, int forward
         for (int32_t k = 0; k < len[base]; k++)
             if (material[e[k]]) set_bit(fresh, e[k]);
         if (material[base]) clear_bit(fresh, base); /* a search never lists its base */
-        for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &frontier[x], fresh[x]);
+        for (Py_ssize_t x = 0; x < GW; x++) put_word(c, &frontier[2 * x], fresh[x]);
         PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
         mark_fresh(c, base, forward);
         c->searches++;

@@ -97,15 +97,15 @@ static void Core_dealloc(Core *c) {
                      c->op_args_off, c->op_args, c->tensor_storage, c->tensor_op, c->step_kind,
                      c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
-                     c->scratch_b, c->scratch_d, c->word_list, c->stack, c->cover.items,
-                     c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
+                     c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->stack,
+                     c->cover.items, c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
                      c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
                      c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items, c->news.items,
                      c->dfs_node, c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1],
                      c->slot[0], c->slot[1], c->clo, c->bases, c->par_stamp, c->res_stamp,
                      c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin, c->nextflip,
                      c->fr_log, c->ul_log, c->fh, c->uh, c->dirty, c->dirty_list.items,
-                     c->dirty_old, c->log, c->row_old[0], c->row_old[1], c->memo, c->memo_slot,
+                     c->dirty_old, c->log, c->row_old, c->memo, c->memo_slot,
                      c->memo_hash, c->memo_total, c->gclo, c->lc, c->base_entry, c->entry_base,
                      c->label_rows, c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
                      c->changes, c->rev_fresh_at, c->fwd_fresh_at, c->verify_rows};
@@ -238,13 +238,14 @@ static size_t align8(size_t x) { return (x + 7) & ~(size_t)7; }
 
 static int build_arena(Core *c) {
     size_t n = (size_t)c->n ? (size_t)c->n : 1;
-    size_t bits = sizeof(uint64_t) * n * c->words;
+    size_t bits = sizeof(uint64_t) * n * 2 * c->words; /* interleaved pairs of rows (row()) */
     size_t offs[20], at = 0, k = 0;
 #define PLACE(bytes) (offs[k++] = at, at = align8(at + (bytes)))
     PLACE(n); PLACE(n); PLACE(n); PLACE(n);                          /* u8 x4 */
     for (int i = 0; i < 8; i++) PLACE(sizeof(int32_t) * n);          /* i32 x8 */
     for (int i = 0; i < 4; i++) PLACE(sizeof(int64_t) * n);          /* i64 x4 */
-    for (int i = 0; i < 4; i++) PLACE(bits);                          /* bitsets x4 */
+    at = (at + 63) & ~(size_t)63; /* a pair of row words never straddles a cache line */
+    for (int i = 0; i < 2; i++) PLACE(bits);                          /* bitsets x2 */
 #undef PLACE
     c->arena_bytes = at;
     c->arena = (char *)PyMem_Calloc(at, 1);
@@ -261,8 +262,10 @@ static int build_arena(Core *c) {
     for (int i = 0; i < 8; i++) *i32s[i] = (int32_t *)(b + offs[k++]);
     int64_t **i64s[4] = {&a->last_access, &a->compute, &a->fwd_sum, &a->rev_sum};
     for (int i = 0; i < 4; i++) *i64s[i] = (int64_t *)(b + offs[k++]);
-    uint64_t **sets[4] = {&a->fwd_int, &a->fwd_fr, &a->rev_int, &a->rev_fr};
-    for (int i = 0; i < 4; i++) *sets[i] = (uint64_t *)(b + offs[k++]);
+    a->fwd_int = (uint64_t *)(b + offs[k++]);
+    a->fwd_fr = a->fwd_int + 1;
+    a->rev_int = (uint64_t *)(b + offs[k++]);
+    a->rev_fr = a->rev_int + 1;
     for (int32_t s = 0; s < c->n; s++) {
         a->last_op[s] = -1;
         a->last_access[s] = NEVER;
@@ -425,6 +428,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->scratch_b = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->scratch_d = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->word_list = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
+    c->word_compute = (int64_t *)PyMem_Calloc(c->words, sizeof(int64_t));
     c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -458,10 +462,9 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->incremental = incremental;
     if (c->can_track) {
         c->dirty = (uint64_t *)PyMem_Calloc(c->arena_bytes / 8 / 64 + 1, sizeof(uint64_t));
-        c->row_old[0] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
-        c->row_old[1] = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
-        if (!c->dirty || !c->row_old[0] ||
-            !c->row_old[1] || vec_reserve(&c->dirty_list, 1024) < 0 || dirty_grow(c) < 0) {
+        c->row_old = (uint64_t *)PyMem_Calloc(2 * c->words, sizeof(uint64_t));
+        if (!c->dirty || !c->row_old || vec_reserve(&c->dirty_list, 1024) < 0 ||
+            dirty_grow(c) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -470,8 +473,9 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             return -1;
         }
     }
-    const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list, c->stack,
-                                c->dfs_node, c->dfs_edge, c->bases, c->par_stamp, c->res_stamp,
+    const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
+                                c->word_compute, c->stack, c->dfs_node, c->dfs_edge, c->bases,
+                                c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
                                 c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
                                 c->base_entry, c->entry_base, c->rev_fresh_at,

@@ -129,16 +129,17 @@ static inline __attribute__((always_inline)) void put_word(Core *c, uint64_t *w,
     *w = v;
 }
 
-/* A bitset row about to be rewritten wholesale (memset, then bits set): keep its old words in
-   row_old[k], and after the rewrite account for the words that changed. */
-static inline void row_begin(Core *c, const uint64_t *r, int k) {
-    if (c->tracking) memcpy(c->row_old[k], r, sizeof(uint64_t) * c->words);
+/* A block of rows (both of a storage's rows of one direction, row()) about to be rewritten
+   wholesale (memset, then bits set): keep its old words in row_old, and after the rewrite
+   account for the words that changed. */
+static inline void row_begin(Core *c, const uint64_t *r) {
+    if (c->tracking) memcpy(c->row_old, r, sizeof(uint64_t) * 2 * c->words);
 }
 
-static inline void row_end(Core *c, uint64_t *r, int k) {
+static inline void row_end(Core *c, uint64_t *r) {
     if (!c->tracking) return;
-    const uint64_t *old = c->row_old[k];
-    for (Py_ssize_t i = 0; i < c->words; i++) {
+    const uint64_t *old = c->row_old;
+    for (Py_ssize_t i = 0; i < 2 * c->words; i++) {
         if (r[i] != old[i]) mark_dirty_word(c, ((const char *)(r + i) - c->arena) >> 3, old[i]);
     }
 }

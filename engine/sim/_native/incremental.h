@@ -72,15 +72,14 @@ static inline __attribute__((always_inline)) int fresh_rows(Core *c, int32_t q, 
                                                           int forward) {
     int64_t at = (forward ? c->fwd_fresh_at : c->rev_fresh_at)[q] - 1;
     if (at < (int64_t)c->changes_valid_from || at > (int64_t)mark) return 0;
-    const uint64_t *interior = row(c, forward ? c->a.fwd_int : c->a.rev_int, q);
-    const uint64_t *frontier = row(c, forward ? c->a.fwd_fr : c->a.rev_fr, q);
+    const uint64_t *block = row(c, forward ? c->a.fwd_int : c->a.rev_int, q);
     for (Py_ssize_t i = (Py_ssize_t)at; i < mark; i++) {
         int32_t v = c->changes[i];
-        if (v == q || test_bit(interior, v) || test_bit(frontier, v)) return 0;
+        if (v == q || block_has(block, v)) return 0;
         if (!forward) continue;
         const int32_t *ps = c->pa_items + c->pa_off[v];
         for (int32_t k = 0; k < c->a.pa_len[v]; k++)
-            if (ps[k] == q || test_bit(interior, ps[k])) return 0;
+            if (ps[k] == q || row_test(block, ps[k])) return 0;
     }
     return 1;
 }
@@ -100,7 +99,7 @@ static int check_fresh(Core *c, int32_t q, int forward) {
         c->verify_rows = (uint64_t *)PyMem_Calloc(2 * (size_t)GW, sizeof(uint64_t));
         if (!c->verify_rows) { PyErr_NoMemory(); return -1; }
     }
-    uint64_t *interior = c->verify_rows, *frontier = c->verify_rows + GW;
+    uint64_t *interior = c->verify_rows, *frontier = c->verify_rows + 1; /* interleaved */
     memset(c->verify_rows, 0, sizeof(uint64_t) * 2 * GW);
     int64_t visited = c->visited, edges = c->edges_seen; /* not the run's work */
     int64_t total = search_into(c, q, forward, interior, frontier);
@@ -108,8 +107,8 @@ static int check_fresh(Core *c, int32_t q, int forward) {
     c->edges_seen = edges;
     Arrays *a = &c->a;
     if (total != (forward ? a->fwd_sum : a->rev_sum)[q] ||
-        memcmp(interior, row(c, forward ? a->fwd_int : a->rev_int, q), sizeof(uint64_t) * GW) ||
-        memcmp(frontier, row(c, forward ? a->fwd_fr : a->rev_fr, q), sizeof(uint64_t) * GW)) {
+        memcmp(interior, row(c, forward ? a->fwd_int : a->rev_int, q),
+               sizeof(uint64_t) * 2 * GW)) {
         snprintf(c->error, sizeof c->error,
                  "%s neighbourhood of storage %d taken as fresh differs from a fresh search "
                  "at step %d", forward ? "forward" : "reverse", q, c->s.step);
@@ -166,12 +165,12 @@ static inline int keeps_parent(Core *c, int32_t p, int32_t q, const uint64_t *in
         int i = c->par_idx[p];
         if (c->res_stamp[q] == c->par_epoch && (c->res_mask[q] >> i & 1)) return 1;
         for (int32_t e = c->nr_off[i]; e < c->nr_off[i + 1]; e++)
-            if (test_bit(interior, c->nr_items[e])) return 1;
+            if (row_test(interior, c->nr_items[e])) return 1;
         return 0;
     }
     const int32_t *ch = c->ch_items + c->ch_off[p];
     for (int32_t j = 0; j < a->ch_len[p]; j++)
-        if (ch[j] == q || test_bit(interior, ch[j])) return 1;
+        if (ch[j] == q || row_test(interior, ch[j])) return 1;
     return 0;
 }
 
@@ -183,21 +182,23 @@ static int shrink_reverse(Core *c, int32_t q, const int32_t *news, int count, in
     for (int i = 0; i < count; i++) {
         int32_t s = news[i];
         uint64_t bit = (uint64_t)1 << (s & 63);
-        if (!(interior[s >> 6] & bit)) continue;
-        put_word(c, &interior[s >> 6], interior[s >> 6] & ~bit);
-        put_word(c, &frontier[s >> 6], frontier[s >> 6] | bit);
+        Py_ssize_t w = 2 * (s >> 6);
+        if (!(interior[w] & bit)) continue;
+        put_word(c, &interior[w], interior[w] & ~bit);
+        put_word(c, &frontier[w], frontier[w] | bit);
         total -= a->compute[s];
     }
     /* the parents the new storages that left were the only way to (those are now on the
        frontier: fresh rows had no new storage there, the new storages were not resident) */
     for (int i = 0; i < count; i++) {
         int32_t s = news[i];
-        if (!test_bit(frontier, s)) continue;
+        if (!row_test(frontier, s)) continue;
         const int32_t *ps = c->pa_items + c->pa_off[s];
         for (int32_t k = 0; k < a->pa_len[s]; k++) {
             int32_t p = ps[k];
-            if (!test_bit(frontier, p) || keeps_parent(c, p, q, interior, noted)) continue;
-            put_word(c, &frontier[p >> 6], frontier[p >> 6] & ~((uint64_t)1 << (p & 63)));
+            if (!row_test(frontier, p) || keeps_parent(c, p, q, interior, noted)) continue;
+            put_word(c, &frontier[2 * (p >> 6)],
+                     frontier[2 * (p >> 6)] & ~((uint64_t)1 << (p & 63)));
         }
     }
     PUT(c, a->rev_sum[q], total);

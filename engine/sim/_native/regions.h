@@ -8,7 +8,8 @@
 /* ---- maintained evicted neighbourhoods (engine/sim/regions.py is the reference) ----------
    A computation's fresh searches go through search_all: swept over the ids (sweeps.h), built
    from closures (closures.h), or one by one (search, below). */
-/* One search into zeroed rows: the interior's bits, the frontier's, and the interior's compute. */
+/* One search into zeroed rows (interleaved, row()): the interior's bits, the frontier's, and the
+   interior's compute. */
 static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interior,
                            uint64_t *frontier) {
     Arrays *a = &c->a;
@@ -27,9 +28,9 @@ static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interio
         for (int32_t j = 0; j < m; j++) {
             int32_t u = e[j];
             if (material[u]) {
-                if (u != base) set_bit(frontier, u);
-            } else if (!test_bit(interior, u)) {
-                set_bit(interior, u);
+                if (u != base) row_set(frontier, u);
+            } else if (!row_test(interior, u)) {
+                row_set(interior, u);
                 total += a->compute[u];
                 c->stack[top++] = u; /* each storage is pushed at most once */
             }
@@ -42,14 +43,11 @@ static void search(Core *c, int32_t base, int forward) {
     Arrays *a = &c->a;
     uint64_t *interior = row(c, forward ? a->fwd_int : a->rev_int, base);
     uint64_t *frontier = row(c, forward ? a->fwd_fr : a->rev_fr, base);
-    row_begin(c, interior, 0);
-    row_begin(c, frontier, 1);
-    memset(interior, 0, sizeof(uint64_t) * c->words);
-    memset(frontier, 0, sizeof(uint64_t) * c->words);
+    row_begin(c, interior); /* the block of both rows */
+    memset(interior, 0, sizeof(uint64_t) * 2 * c->words);
     c->searches++;
     int64_t total = search_into(c, base, forward, interior, frontier);
-    row_end(c, interior, 0);
-    row_end(c, frontier, 1);
+    row_end(c, interior);
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
     mark_fresh(c, base, forward);
 }
@@ -87,33 +85,29 @@ static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
     for (int32_t k = 0; k < a->pa_len[s] && p < 0; k++) {
         int32_t q = ps[k];
         const uint64_t *q_int = row(c, a->fwd_int, q);
-        if (!test_bit(q_int, s) || !fresh_rows(c, q, mark, 1)) continue;
+        if (!row_test(q_int, s) || !fresh_rows(c, q, mark, 1)) continue;
         const int32_t *ch = c->ch_items + c->ch_off[q];
         int only = 1;
         for (int32_t j = 0; j < a->ch_len[q] && only; j++)
-            if (ch[j] != s && test_bit(q_int, ch[j])) only = 0;
+            if (ch[j] != s && row_test(q_int, ch[j])) only = 0;
         if (only) p = q;
     }
     if (p < 0) return 0;
     uint64_t *interior = row(c, a->fwd_int, s), *frontier = row(c, a->fwd_fr, s);
-    const uint64_t *p_int = row(c, a->fwd_int, p), *p_fr = row(c, a->fwd_fr, p);
-    row_begin(c, interior, 0);
-    row_begin(c, frontier, 1);
-    memcpy(interior, p_int, sizeof(uint64_t) * c->words);
-    memcpy(frontier, p_fr, sizeof(uint64_t) * c->words);
-    clear_bit(interior, s);
+    row_begin(c, interior); /* the block of both rows */
+    memcpy(interior, row(c, a->fwd_int, p), sizeof(uint64_t) * 2 * c->words);
+    row_clear(interior, s);
     const int32_t *ch = c->ch_items + c->ch_off[p];
     for (int32_t j = 0; j < a->ch_len[p]; j++) {
         int32_t r = ch[j];
-        if (!test_bit(frontier, r)) continue;
+        if (!row_test(frontier, r)) continue;
         const int32_t *rp = c->pa_items + c->pa_off[r];
         int kept = 0;
         for (int32_t k = 0; k < a->pa_len[r] && !kept; k++)
-            kept = rp[k] == s || test_bit(interior, rp[k]);
-        if (!kept) clear_bit(frontier, r);
+            kept = rp[k] == s || row_test(interior, rp[k]);
+        if (!kept) row_clear(frontier, r);
     }
-    row_end(c, interior, 0);
-    row_end(c, frontier, 1);
+    row_end(c, interior);
     PUT(c, a->fwd_sum[s], a->fwd_sum[p] - a->compute[s]);
     mark_fresh(c, s, 1);
     c->searches++;
@@ -138,8 +132,8 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
         search(c, s, 0);
         const uint64_t *rf = row(c, a->rev_fr, s), *ff = row(c, a->fwd_fr, s);
         for (Py_ssize_t w = 0; w < c->words; w++) {
-            aff_fwd[w] |= rf[w];
-            aff_rev[w] |= ff[w];
+            aff_fwd[w] |= rf[2 * w];
+            aff_rev[w] |= ff[2 * w];
         }
     }
     /* then the unpinned storages whose neighbourhoods the new ones cut */
@@ -171,14 +165,26 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     /* forward neighbourhoods change for the storages on s's reverse frontier, and back */
     const uint64_t *drivers = row(c, forward ? a->rev_fr : a->fwd_fr, s);
     const uint64_t *s_front = row(c, fr_t, s), *s_int = row(c, int_t, s);
-    uint64_t *diff = c->scratch_d;
     /* Only the words where s's rows have bits can change in a driver's rows (the rest OR in
        nothing and add nothing to the interior): s's own word, where it leaves the frontier and
        joins the interior, and the few its rows touch (InceptionV4 at 0.20: about 53 words a
        row, most of s's empty), visited in increasing order as a loop over every word would. */
     int32_t *touched = c->word_list, n_touched = 0;
     for (Py_ssize_t w = 0; w < c->words; w++)
-        if (s_front[w] | s_int[w] || w == s >> 6) touched[n_touched++] = (int32_t)w;
+        if (s_front[2 * w] | s_int[2 * w] || w == s >> 6) touched[n_touched++] = (int32_t)w;
+    /* What each touched word adds to a driver's interior, s's bit included (set whether or
+       not the driver has it), when the driver has none of s's interior bits there: most
+       drivers, whose regions s's does not overlap. Summed once here, not per driver. */
+    uint64_t *joins = c->scratch_d;
+    int64_t *join_compute = c->word_compute;
+    for (int32_t i = 0; i < n_touched; i++) {
+        int32_t k = touched[i];
+        uint64_t m = s_int[2 * k] | (k == s >> 6 ? (uint64_t)1 << (s & 63) : 0);
+        int64_t t = 0;
+        joins[k] = m;
+        for (uint64_t d = m; d; d &= d - 1) t += a->compute[(k << 6) + __builtin_ctzll(d)];
+        join_compute[k] = t;
+    }
     /* reverse rows fresh before s's eviction (its entry is the log's last), folded into rows
        fresh before it, are what a fresh search finds after it (incremental.h), where the
        storage graph has no cycle (in a cycle s's frontier can hold the storage it is folded
@@ -187,36 +193,34 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     int s_fresh = !forward && c->incremental && c->topological && before >= 0 &&
                   c->changes[before] == s && still_fresh(c, s, before);
     for (Py_ssize_t w = 0; w < c->words; w++) {
-        uint64_t word = drivers[w];
+        uint64_t word = drivers[2 * w];
         while (word) {
             int32_t p = (int32_t)((w << 6) + __builtin_ctzll(word));
             word &= word - 1;
             if (a->pinned[p]) continue;
             int p_fresh = s_fresh && still_fresh(c, p, before);
             uint64_t *front = row(c, fr_t, p), *interior = row(c, int_t, p);
-            if (!test_bit(front, s)) {
+            if (!row_test(front, s)) {
                 snprintf(c->error, sizeof c->error,
                          "maintained neighbourhood of storage %d lacks evicted storage %d on its "
                          "frontier (simrd stops on an assertion here)", p, s);
                 return -1;
             }
-            put_word(c, &front[s >> 6], front[s >> 6] & ~((uint64_t)1 << (s & 63)));
-            for (int32_t i = 0; i < n_touched; i++) {
-                int32_t k = touched[i];
-                put_word(c, &front[k], front[k] | s_front[k]);
-                diff[k] = s_int[k] & ~interior[k];
-            }
-            set_bit(diff, s);
+            put_word(c, &front[2 * (s >> 6)], front[2 * (s >> 6)] & ~((uint64_t)1 << (s & 63)));
             int64_t added = 0;
             for (int32_t i = 0; i < n_touched; i++) {
                 int32_t k = touched[i];
-                uint64_t d = diff[k];
+                put_word(c, &front[2 * k], front[2 * k] | s_front[2 * k]);
+                uint64_t d = joins[k];
                 if (!d) continue;
-                put_word(c, &interior[k], interior[k] | d);
-                while (d) {
-                    added += a->compute[(k << 6) + __builtin_ctzll(d)];
-                    d &= d - 1;
+                if (!(s_int[2 * k] & interior[2 * k])) {
+                    added += join_compute[k];
+                } else {
+                    d &= ~interior[2 * k] | ((k == s >> 6) ? (uint64_t)1 << (s & 63) : 0);
+                    for (uint64_t e = d; e; e &= e - 1)
+                        added += a->compute[(k << 6) + __builtin_ctzll(e)];
                 }
+                put_word(c, &interior[2 * k], interior[2 * k] | d);
             }
             PUT(c, sum[p], sum[p] + added);
             if (p_fresh) {
@@ -232,12 +236,11 @@ static int absorb_into(Core *c, int32_t s, int forward) {
 static int absorb_evicted(Core *c, int32_t s) {
     Arrays *a = &c->a;
     if (absorb_into(c, s, 1) < 0 || absorb_into(c, s, 0) < 0) return -1;
-    uint64_t *rows[4] = {row(c, a->fwd_int, s), row(c, a->fwd_fr, s), row(c, a->rev_int, s),
-                         row(c, a->rev_fr, s)};
-    for (int k = 0; k < 4; k++) {
-        row_begin(c, rows[k], 0);
-        memset(rows[k], 0, sizeof(uint64_t) * c->words);
-        row_end(c, rows[k], 0);
+    uint64_t *blocks[2] = {row(c, a->fwd_int, s), row(c, a->rev_int, s)};
+    for (int k = 0; k < 2; k++) {
+        row_begin(c, blocks[k]);
+        memset(blocks[k], 0, sizeof(uint64_t) * 2 * c->words);
+        row_end(c, blocks[k]);
     }
     PUT(c, a->fwd_sum[s], 0);
     PUT(c, a->rev_sum[s], 0);
@@ -247,7 +250,7 @@ static int absorb_evicted(Core *c, int32_t s) {
 static int64_t e_star_size(Core *c, int32_t s) {
     const uint64_t *f = row(c, c->a.fwd_int, s), *r = row(c, c->a.rev_int, s);
     int64_t count = 0;
-    for (Py_ssize_t w = 0; w < c->words; w++) count += __builtin_popcountll(f[w] | r[w]);
+    for (Py_ssize_t w = 0; w < c->words; w++) count += __builtin_popcountll(f[2 * w] | r[2 * w]);
     return count;
 }
 

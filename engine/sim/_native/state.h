@@ -162,6 +162,7 @@ typedef struct {
     Py_ssize_t fh_cap, uh_cap;
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *word_list; /* absorb_into: the words an evicted storage's rows have bits in */
+    int64_t *word_compute; /* absorb_into: the compute each of those words adds */
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
        from u through evicted ones (u included) and the resident ones bordering them, per
@@ -264,7 +265,7 @@ typedef struct {
     Py_ssize_t fr_len, fr_cap, ul_len, ul_cap;
     int64_t words_logged; /* changed words encoded into the log, for its bytes-a-word figure */
     int64_t log_compactions, frame_compactions;
-    uint64_t *row_old[2]; /* rows before a rewrite (to find the words it changed) */
+    uint64_t *row_old; /* a block of rows before a rewrite (to find the words it changed) */
     int64_t jumps, steps_jumped;
     /* Checkpoints: copies of the arena at some points of the trajectory, one every
        ck_every changed words of a run's own points. A jump applies every changed word of the
@@ -296,7 +297,27 @@ static inline int test_bit(const uint64_t *b, Py_ssize_t i) { return (b[i >> 6] 
 static inline void set_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] |= (uint64_t)1 << (i & 63); }
 static inline void clear_bit(uint64_t *b, Py_ssize_t i) { b[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
 
-static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) { return table + s * c->words; }
+/* A storage's neighbourhood rows of one direction are interleaved in one block of 2 * words:
+   word w of its interior at [2 * w], of its frontier at [2 * w + 1] (fwd_fr is fwd_int + 1,
+   rev_fr is rev_int + 1). The checks that read both rows at one storage's bit (still_fresh,
+   shrink_reverse, absorb_into) then load one cache line instead of two rows' apart. */
+static inline uint64_t *row(Core *c, uint64_t *table, Py_ssize_t s) {
+    return table + s * 2 * c->words;
+}
+static inline int row_test(const uint64_t *r, Py_ssize_t i) {
+    return (r[2 * (i >> 6)] >> (i & 63)) & 1;
+}
+static inline void row_set(uint64_t *r, Py_ssize_t i) {
+    r[2 * (i >> 6)] |= (uint64_t)1 << (i & 63);
+}
+static inline void row_clear(uint64_t *r, Py_ssize_t i) {
+    r[2 * (i >> 6)] &= ~((uint64_t)1 << (i & 63));
+}
+/* Whether storage i is in either row of a block (its interior or its frontier). */
+static inline int block_has(const uint64_t *block, Py_ssize_t i) {
+    const uint64_t *w = block + 2 * (i >> 6);
+    return ((w[0] | w[1]) >> (i & 63)) & 1;
+}
 
 /* Frame levels from `level` up may be written (see fr_low). */
 static inline void lower_frames(Core *c, int32_t level) {
