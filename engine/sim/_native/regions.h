@@ -169,9 +169,11 @@ static int absorb_into(Core *c, int32_t s, int forward) {
        nothing and add nothing to the interior): s's own word, where it leaves the frontier and
        joins the interior, and the few its rows touch (InceptionV4 at 0.20: about 53 words a
        row, most of s's empty), visited in increasing order as a loop over every word would. */
+    const int32_t s_word = s >> 6;
+    const uint64_t s_bit = (uint64_t)1 << (s & 63);
     int32_t *touched = c->word_list, n_touched = 0;
     for (Py_ssize_t w = 0; w < c->words; w++)
-        if (s_front[2 * w] | s_int[2 * w] || w == s >> 6) touched[n_touched++] = (int32_t)w;
+        if (s_front[2 * w] | s_int[2 * w] || w == s_word) touched[n_touched++] = (int32_t)w;
     /* What each touched word adds to a driver's interior, s's bit included (set whether or
        not the driver has it), when the driver has none of s's interior bits there: most
        drivers, whose regions s's does not overlap. Summed once here, not per driver. */
@@ -179,7 +181,7 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     int64_t *join_compute = c->word_compute;
     for (int32_t i = 0; i < n_touched; i++) {
         int32_t k = touched[i];
-        uint64_t m = s_int[2 * k] | (k == s >> 6 ? (uint64_t)1 << (s & 63) : 0);
+        uint64_t m = s_int[2 * k] | (k == s_word ? s_bit : 0);
         int64_t t = 0;
         joins[k] = m;
         for (uint64_t d = m; d; d &= d - 1) t += a->compute[(k << 6) + __builtin_ctzll(d)];
@@ -206,7 +208,7 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                          "frontier (simrd stops on an assertion here)", p, s);
                 return -1;
             }
-            put_word(c, &front[2 * (s >> 6)], front[2 * (s >> 6)] & ~((uint64_t)1 << (s & 63)));
+            put_word(c, &front[2 * s_word], front[2 * s_word] & ~s_bit);
             int64_t added = 0;
             for (int32_t i = 0; i < n_touched; i++) {
                 int32_t k = touched[i];
@@ -216,7 +218,7 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                 if (!(s_int[2 * k] & interior[2 * k])) {
                     added += join_compute[k];
                 } else {
-                    d &= ~interior[2 * k] | ((k == s >> 6) ? (uint64_t)1 << (s & 63) : 0);
+                    d &= ~interior[2 * k] | (k == s_word ? s_bit : 0);
                     for (uint64_t e = d; e; e &= e - 1)
                         added += a->compute[(k << 6) + __builtin_ctzll(e)];
                 }
