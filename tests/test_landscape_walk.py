@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -421,6 +422,83 @@ def test_the_rest_of_a_chunk_continues_where_its_walk_is_live(
     ref, sha256, chunks, whole = three_chunks(SYNTHETIC)
     used = walk_in_slices(ChunkRunner(ref, sha256, workers=workers), chunks, whole)
     assert used == ({None} if workers == 1 else {0, 1})  # two processes: both busy
+
+
+def test_an_idle_worker_asks_a_busy_chunk_for_half_its_rest(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes, one given a single execution and one a long chunk (DTREqClass runs in
+    Python, some 14 ms each): once the first is idle it asks the long chunk to report after
+    its run in progress, and takes the upper half of its rest; whichever half ends first asks
+    again. The chunk reports only when asked (its limits are far), both processes walk it,
+    and the executions found are those of the chunk walked whole in this process."""
+    from engine.landscape.chunks import ChunkRunner, ChunkTask, rest_halves, walk_chunk
+    from engine.sim.catalog import resolve
+    from engine.sim.simulate import baseline, budget_for, load
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    ref = resolve(SYNTHETIC)
+    program = load(ref)[1]
+    assert program.sha256
+    peak = baseline(program).peak
+    start, end = budget_for(0.40, peak), budget_for(0.44, peak)
+    slow = ChunkTask("DTREqClass", 60.0, start, end, max_seconds=600.0)
+    top = budget_for(2.0, peak)
+    runner = ChunkRunner(ref, program.sha256, workers=2)
+    runner.submit([ChunkTask("DTR", 60.0, top, top), slow])
+
+    def executions(done: Any) -> set[tuple]:
+        return {
+            (t.record["same_execution"]["lo"], t.record["same_execution"]["hi"], t.record["status"])
+            for t in done.runs
+        }
+
+    walked: set[tuple] = set()
+    asked, halves, slots = 0, 0, set()
+    try:
+        for done in runner.results():
+            assert done.error is None, done.error
+            if done.task.policy != "DTREqClass":
+                continue
+            walked |= executions(done)
+            slots.add(done.slot)
+            assert done.next_budget is None or done.asked  # its limits are far: asked
+            asked += done.asked
+            if done.next_budget is not None:
+                rest = rest_halves(done, 0.0) if runner.wants_split() else [(done.next_budget, end)]
+                halves += len(rest) == 2
+                runner.submit([ChunkTask("DTREqClass", 60.0, a, b) for a, b in rest], after=done)
+    finally:
+        runner.close()
+    assert asked >= 1 and halves >= 1 and slots == {0, 1}
+    assert walked == executions(walk_chunk(ref, slow))
+
+
+def test_an_idle_worker_s_half_is_worth_a_fresh_run() -> None:
+    """The rest of a chunk asked for an idle worker is cut in two halves of its bytes when, at
+    the pace of its last 16 executions, it would take more than two fresh runs; else it stays
+    whole with the chunk's live walk."""
+    from datetime import datetime
+
+    from engine.landscape.chunks import ChunkDone, ChunkTask, Timed, rest_halves
+
+    now = datetime.now()
+    runs = [
+        Timed(
+            {"same_execution": {"lo": 1000 + 100 * k, "hi": 1099 + 100 * k}, "wall_s": 0.5},
+            now,
+            now,
+        )
+        for k in range(40)
+    ]  # 40 executions of 100 bytes, 0.5 s each: [1000, 4999]
+    done = ChunkDone(ChunkTask("DTR", 60.0, 1000, 10_000), runs, next_budget=5000, asked=True)
+    # the last 16 covered 1,600 bytes in 8 s: the 5,001 bytes left take some 25 s
+    assert rest_halves(done, restart_s=12.0) == [(5000, 7499), (7500, 10_000)]
+    assert rest_halves(done, restart_s=13.0) == [(5000, 10_000)]
+    assert rest_halves(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000), 0.0) == [
+        (5000, 5001)
+    ]
 
 
 def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:

@@ -13,7 +13,10 @@ no state is kept), replay every run from the start: the same records, no sharing
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -62,12 +65,14 @@ class ChunkDone:
     fresh_runs: int = 0
     resumed_runs: int = 0
     slot: int | str | None = None  # where it ran: a local pool's slot, a Dask worker's address
+    asked: bool = False  # it stopped early because an idle worker asked for part of its rest
 
 
-def walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
-    """Walk one chunk in this process."""
+def walk_chunk(trace: TraceRef, task: ChunkTask, asked_file: str | None = None) -> ChunkDone:
+    """Walk one chunk in this process. Once `asked_file` exists (the runner's request for work
+    for an idle worker), the chunk stops after the run in progress and reports."""
     try:
-        return _walk_chunk(trace, task)
+        return _walk_chunk(trace, task, asked_file)
     except Exception as exc:  # reported per chunk; the walk goes on with the others
         return ChunkDone(task, error=f"{type(exc).__name__}: {exc}", host=socket.gethostname())
 
@@ -88,7 +93,7 @@ class _LiveWalk:
 _live: _LiveWalk | None = None
 
 
-def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
+def _walk_chunk(trace: TraceRef, task: ChunkTask, asked_file: str | None = None) -> ChunkDone:
     global _live
     ref, program = load(trace)
     base = baseline(program)
@@ -111,6 +116,10 @@ def _walk_chunk(trace: TraceRef, task: ChunkTask) -> ChunkDone:
     while budget is not None and budget <= task.end:
         if len(done.runs) >= task.max_runs or time.monotonic() - began > task.max_seconds:
             done.next_budget = budget
+            break
+        # a stat between runs (a few us; a run in a band takes 2 ms to 1 s)
+        if asked_file is not None and done.runs and os.path.exists(asked_file):
+            done.next_budget, done.asked = budget, True
             break
         started = datetime.now()
         if steps is not None:
@@ -164,6 +173,26 @@ def rest_split(done: ChunkDone, recent: int = 16) -> list[tuple[int, int]]:
     return [(start, cut - 1), (cut, end)]
 
 
+def rest_halves(done: ChunkDone, restart_s: float, recent: int = 16) -> list[tuple[int, int]]:
+    """The rest of a chunk that stopped early for an idle worker, in two halves of its bytes,
+    or whole when, at the density and run time of its last `recent` executions, it would take
+    less than two fresh runs (`restart_s`): the worker taking the upper half begins it with
+    one. Halves in bytes can be far from halves in work (a hole's edge gathers executions),
+    but a worker whose half ends soon asks again (ChunkRunner), and each ask costs one fresh
+    run, so the work ends balanced after a few asks."""
+    assert done.next_budget is not None
+    start, end = done.next_budget, done.task.end
+    tail = done.runs[-recent:]
+    if not tail or end - start < 2:
+        return [(start, end)]
+    span = max(1, start - tail[0].record["same_execution"]["lo"])
+    tail_s = sum(float(t.record.get("wall_s") or 0.0) for t in tail)
+    if tail_s * (end - start + 1) / span < 2 * restart_s:
+        return [(start, end)]
+    middle = start + (end - start + 1) // 2
+    return [(start, middle - 1), (middle, end)]
+
+
 # -- where chunks run ------------------------------------------------------------------------
 class ChunkRunner:
     """Runs chunk tasks in this process (workers=1), in spawned processes, or on Dask, and
@@ -175,7 +204,13 @@ class ChunkRunner:
     very process that ran it: each process is a pool of its own, so the runner chooses. Queued
     at the back, with the band's 178 gaps queued ahead of it, every 20 s slice of the band
     walk began with a fresh run (26 of 26 slices in 200 s, 22% of the runs' seconds, 16 of
-    them avoidable)."""
+    them avoidable).
+
+    In the local pool a worker with nothing queued for it asks a busy chunk to report at once
+    (a file the chunk checks between runs), and the walk gives it half of that chunk's rest
+    (`wants_split`, `rest_halves`). Before, it waited for the chunk's next report, up to 20 s:
+    InceptionV4's whole walk kept 1.76 of 2 cores busy. A Dask worker cannot be asked; there
+    a chunk's rest is cut at every report while nothing is queued (`rest_split`)."""
 
     def __init__(
         self, trace: TraceRef, sha256: str, *, workers: int = 1, scheduler: str | None = None
@@ -186,6 +221,9 @@ class ChunkRunner:
         self.queue: list[ChunkTask] = []
         self._pools: list[ProcessPoolExecutor] = []
         self._meant_for: dict[ChunkTask, int | str] = {}  # a chunk's rest -> where its walk is
+        self._running: dict[int, ChunkTask] = {}  # local pool: slot -> its chunk
+        self._asked_dir: str | None = None  # local pool: the files that ask a slot to report
+        self._not_to_ask: set[ChunkTask] = set()  # rests of an asked chunk that were not split
         self._client: Any = None
         self._data: Any = None
         if scheduler:
@@ -204,6 +242,21 @@ class ChunkRunner:
         for task in tasks:
             if after.slot is not None and task.start == after.next_budget:
                 self._meant_for[task] = after.slot
+        if after.asked and len(tasks) == 1:  # too little left to share: not asked again
+            self._not_to_ask.add(tasks[0])
+
+    @property
+    def can_ask(self) -> bool:
+        """Whether a busy chunk can be asked to report for an idle worker (the local pool)."""
+        return self._client is None and self.workers > 1
+
+    def wants_split(self) -> bool:
+        """Whether the rest of a chunk that just reported should be cut for another worker:
+        nothing is queued and, in the local pool, another worker is idle; on Dask (where no
+        chunk can be asked) whenever nothing is queued."""
+        if self.queue:
+            return False
+        return not self.can_ask or len(self._running) < self.workers - 1
 
     def results(self) -> Iterator[ChunkDone]:
         if self._client is not None:
@@ -235,6 +288,9 @@ class ChunkRunner:
 
         if not self._pools:
             self._pools = [spawn_pool(1) for _ in range(self.workers)]
+        if self._asked_dir is None:
+            self._asked_dir = tempfile.mkdtemp(prefix="dtr-landscape-ask-")
+        asked = [os.path.join(self._asked_dir, str(k)) for k in range(self.workers)]
         running: dict[Future[ChunkDone], int] = {}
         try:
             while self.queue or running:
@@ -247,16 +303,37 @@ class ChunkRunner:
                     task = self._take(slot, idle)
                     if task is not None:
                         assert isinstance(slot, int)
-                        running[self._pools[slot].submit(walk_chunk, self.trace, task)] = slot
+                        future = self._pools[slot].submit(walk_chunk, self.trace, task, asked[slot])
+                        running[future] = slot
+                        self._running[slot] = task
+                self._ask(self.workers - len(running), asked)
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     ran_on = running.pop(future)
+                    self._not_to_ask.discard(self._running.pop(ran_on))
+                    if os.path.exists(asked[ran_on]):  # asked, or done before it saw it
+                        os.unlink(asked[ran_on])
                     done = future.result()
                     done.slot = ran_on
                     yield done
         finally:
             for future in running:
                 future.cancel()
+            self._running.clear()
+
+    def _ask(self, idle: int, asked: Sequence[str]) -> None:
+        """With nothing queued, ask as many busy chunks as slots are idle (the widest first)
+        to report after their run in progress, so the walk can share out their rest."""
+        if self.queue or idle <= 0:
+            return
+        busy = [
+            (task.end - task.start, slot)
+            for slot, task in self._running.items()
+            if task not in self._not_to_ask and not os.path.exists(asked[slot])
+        ]
+        for _, slot in sorted(busy, reverse=True)[:idle]:
+            with open(asked[slot], "w"):
+                pass
 
     def _dask(self) -> Iterator[ChunkDone]:
         from distributed import as_completed
@@ -320,6 +397,9 @@ class ChunkRunner:
         for pool in self._pools:
             pool.shutdown(wait=True, cancel_futures=True)
         self._pools = []
+        if self._asked_dir is not None:
+            shutil.rmtree(self._asked_dir, ignore_errors=True)
+            self._asked_dir = None
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -28,6 +28,7 @@ from engine.landscape.chunks import (
     ChunkDone,
     ChunkRunner,
     ChunkTask,
+    rest_halves,
     rest_split,
     split,
 )
@@ -271,11 +272,9 @@ def walk_landscape(
                         else min(CHUNK_RUNS, max_runs - writer.executed)
                     )
                     # The rest of the chunk, cut in two when a worker would otherwise sit idle
-                    rest = (
-                        rest_split(done)
-                        if parallel and not runner.queue
-                        else [(done.next_budget, done.task.end)]
-                    )
+                    rest = [(done.next_budget, done.task.end)]
+                    if parallel and runner.wants_split():
+                        rest = rest_halves(done, restart_s) if runner.can_ask else rest_split(done)
                     runner.submit(
                         [
                             ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
