@@ -218,6 +218,53 @@ def walk_in_slices(
     return set().union(*places.values())
 
 
+def walk_with_asks(runner: Any) -> set:
+    """A ChunkRunner's two workers, one given a single execution of synthetic-mlp and one a
+    long chunk (DTREqClass runs in Python, some 14 ms each): once the first is idle it asks
+    the long chunk to report after its run in progress and takes the upper half of its rest;
+    whichever half ends first asks again. Checks that the chunk reported only when asked (its
+    limits are far), was cut in halves, and that the executions found are those of the chunk
+    walked whole in this process. Returns the places its pieces ran in."""
+    from engine.landscape.chunks import ChunkTask, rest_halves, walk_chunk
+    from engine.sim.simulate import baseline, budget_for, load
+
+    peak = baseline(load(runner.trace)[1]).peak
+    start, end = budget_for(0.40, peak), budget_for(0.44, peak)
+    slow = ChunkTask("DTREqClass", 60.0, start, end, max_seconds=600.0)
+    top = budget_for(2.0, peak)
+    runner.submit([ChunkTask("DTR", 60.0, top, top), slow])
+
+    def executions(done: Any) -> set[tuple]:
+        return {
+            (t.record["same_execution"]["lo"], t.record["same_execution"]["hi"], t.record["status"])
+            for t in done.runs
+        }
+
+    walked: set[tuple] = set()
+    asked = halves = 0
+    places = set()
+    try:
+        for done in runner.results():
+            assert done.error is None, done.error
+            if done.task.policy != "DTREqClass":
+                continue
+            walked |= executions(done)
+            places.add(done.slot)
+            assert done.next_budget is None or done.asked  # its limits are far: asked
+            asked += done.asked
+            if done.next_budget is not None:
+                rest = [(done.next_budget, done.task.end)]
+                if runner.wants_split():
+                    rest = rest_halves(done, 0.0)
+                halves += len(rest) == 2
+                runner.submit([ChunkTask("DTREqClass", 60.0, a, b) for a, b in rest], after=done)
+    finally:
+        runner.close()
+    assert asked >= 1 and halves >= 1
+    assert walked == executions(walk_chunk(runner.trace, slow))
+    return places
+
+
 # a walk that stays in progress long enough to be stopped, killed or looked at
 SLOW_WALK = (
     "landscape",

@@ -16,7 +16,7 @@ from distributed import Client
 
 from engine.landscape.store import Store, unflatten
 from engine.sim.record import FIELD_NAMES
-from tests.helpers import cli, three_chunks, walk_in_slices
+from tests.helpers import cli, three_chunks, walk_in_slices, walk_with_asks
 
 SYNTHETIC = "synthetic-mlp"
 VOLATILE = {"wall_s", "run_id", "host", "started_at", "ended_at", "sweep_id"}
@@ -188,6 +188,25 @@ def test_the_rest_of_a_chunk_continues_on_the_dask_worker_that_ran_it(
     monkeypatch.setenv("DTR_LANDSCAPE_TRACES", "")
     ref, sha256, chunks, whole = three_chunks(SYNTHETIC)
     used = walk_in_slices(ChunkRunner(ref, sha256, scheduler=address), chunks, whole)
+    assert len(used) == 2 and all(str(place).startswith("tcp://127.0.0.1:") for place in used)
+
+
+def test_an_idle_dask_worker_asks_a_busy_chunk_for_half_its_rest(
+    tmp_path: Path, cluster: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in a local pool (tests/test_landscape_walk.py): a worker left idle sets the Event
+    that asks the other's long chunk to report, and takes the upper half of its rest."""
+    from engine.landscape.chunks import ChunkRunner
+    from engine.sim.catalog import resolve
+    from engine.sim.simulate import load
+
+    address, _ = cluster
+    monkeypatch.setenv("DTR_LANDSCAPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DTR_LANDSCAPE_TRACES", "")
+    ref = resolve(SYNTHETIC)
+    sha256 = load(ref)[1].sha256
+    assert sha256
+    used = walk_with_asks(ChunkRunner(ref, sha256, scheduler=address))
     assert len(used) == 2 and all(str(place).startswith("tcp://127.0.0.1:") for place in used)
 
 

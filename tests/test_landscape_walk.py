@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 import signal
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from tests.helpers import (
     three_chunks,
     walk_in_progress,
     walk_in_slices,
+    walk_with_asks,
 )
 
 SYNTHETIC = "synthetic-mlp"
@@ -427,52 +427,19 @@ def test_the_rest_of_a_chunk_continues_where_its_walk_is_live(
 def test_an_idle_worker_asks_a_busy_chunk_for_half_its_rest(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two processes, one given a single execution and one a long chunk (DTREqClass runs in
-    Python, some 14 ms each): once the first is idle it asks the long chunk to report after
-    its run in progress, and takes the upper half of its rest; whichever half ends first asks
-    again. The chunk reports only when asked (its limits are far), both processes walk it,
-    and the executions found are those of the chunk walked whole in this process."""
-    from engine.landscape.chunks import ChunkRunner, ChunkTask, rest_halves, walk_chunk
+    """Two processes, one given a single execution and one a long chunk: the idle one asks the
+    long chunk to report and takes the upper half of its rest, until it is walked (On Dask:
+    tests/test_distributed.py.)"""
+    from engine.landscape.chunks import ChunkRunner
     from engine.sim.catalog import resolve
-    from engine.sim.simulate import baseline, budget_for, load
+    from engine.sim.simulate import load
 
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     ref = resolve(SYNTHETIC)
-    program = load(ref)[1]
-    assert program.sha256
-    peak = baseline(program).peak
-    start, end = budget_for(0.40, peak), budget_for(0.44, peak)
-    slow = ChunkTask("DTREqClass", 60.0, start, end, max_seconds=600.0)
-    top = budget_for(2.0, peak)
-    runner = ChunkRunner(ref, program.sha256, workers=2)
-    runner.submit([ChunkTask("DTR", 60.0, top, top), slow])
-
-    def executions(done: Any) -> set[tuple]:
-        return {
-            (t.record["same_execution"]["lo"], t.record["same_execution"]["hi"], t.record["status"])
-            for t in done.runs
-        }
-
-    walked: set[tuple] = set()
-    asked, halves, slots = 0, 0, set()
-    try:
-        for done in runner.results():
-            assert done.error is None, done.error
-            if done.task.policy != "DTREqClass":
-                continue
-            walked |= executions(done)
-            slots.add(done.slot)
-            assert done.next_budget is None or done.asked  # its limits are far: asked
-            asked += done.asked
-            if done.next_budget is not None:
-                rest = rest_halves(done, 0.0) if runner.wants_split() else [(done.next_budget, end)]
-                halves += len(rest) == 2
-                runner.submit([ChunkTask("DTREqClass", 60.0, a, b) for a, b in rest], after=done)
-    finally:
-        runner.close()
-    assert asked >= 1 and halves >= 1 and slots == {0, 1}
-    assert walked == executions(walk_chunk(ref, slow))
+    sha256 = load(ref)[1].sha256
+    assert sha256
+    assert walk_with_asks(ChunkRunner(ref, sha256, workers=2)) == {0, 1}
 
 
 def test_an_idle_worker_s_half_is_worth_a_fresh_run() -> None:
@@ -497,27 +464,6 @@ def test_an_idle_worker_s_half_is_worth_a_fresh_run() -> None:
     assert rest_halves(done, restart_s=12.0) == [(5000, 7499), (7500, 10_000)]
     assert rest_halves(done, restart_s=13.0) == [(5000, 10_000)]
     assert rest_halves(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000), 0.0) == [
-        (5000, 5001)
-    ]
-
-
-def test_the_rest_of_a_chunk_is_cut_where_its_work_is() -> None:
-    """Just past a hole's edge intervals are a few bytes wide while the chunk's other
-    megabytes are one execution: the cut lands a few intervals ahead, not halfway."""
-    from datetime import datetime
-
-    from engine.landscape.chunks import ChunkDone, ChunkTask, Timed, rest_split
-
-    now = datetime.now()
-    runs = [
-        Timed({"same_execution": {"lo": 1000 + 100 * k, "hi": 1099 + 100 * k}}, now, now)
-        for k in range(40)
-    ]  # 40 executions of 100 bytes: [1000, 4999]
-    done = ChunkDone(ChunkTask("DTR", 60.0, 1000, 10_000_000), runs, next_budget=5000)
-    pieces = rest_split(done)
-    # 40 more runs at 100 bytes each: the first piece is [5000, 8999], the second the rest
-    assert pieces == [(5000, 8999), (9000, 10_000_000)]
-    assert rest_split(ChunkDone(ChunkTask("DTR", 60.0, 0, 5001), runs, next_budget=5000)) == [
         (5000, 5001)
     ]
 

@@ -19,7 +19,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 CHUNK_SECONDS = 20.0  # a chunk reports back at least this often (a killed walk loses less)
 CHUNK_RUNS = 2000
+ASK_LOOK_S = 0.5  # on Dask a chunk looks whether it is asked at most this often (a round trip)
 RESTART_SLICES = 10  # a parallel chunk's slice: at least this many fresh runs' time
 
 
@@ -68,11 +69,13 @@ class ChunkDone:
     asked: bool = False  # it stopped early because an idle worker asked for part of its rest
 
 
-def walk_chunk(trace: TraceRef, task: ChunkTask, asked_file: str | None = None) -> ChunkDone:
-    """Walk one chunk in this process. Once `asked_file` exists (the runner's request for work
-    for an idle worker), the chunk stops after the run in progress and reports."""
+def walk_chunk(
+    trace: TraceRef, task: ChunkTask, asked: Callable[[], bool] | None = None
+) -> ChunkDone:
+    """Walk one chunk in this process. Once `asked()` (the runner asks for work for an idle
+    worker), the chunk stops after the run in progress and reports."""
     try:
-        return _walk_chunk(trace, task, asked_file)
+        return _walk_chunk(trace, task, asked)
     except Exception as exc:  # reported per chunk; the walk goes on with the others
         return ChunkDone(task, error=f"{type(exc).__name__}: {exc}", host=socket.gethostname())
 
@@ -93,7 +96,7 @@ class _LiveWalk:
 _live: _LiveWalk | None = None
 
 
-def _walk_chunk(trace: TraceRef, task: ChunkTask, asked_file: str | None = None) -> ChunkDone:
+def _walk_chunk(trace: TraceRef, task: ChunkTask, asked: Callable[[], bool] | None) -> ChunkDone:
     global _live
     ref, program = load(trace)
     base = baseline(program)
@@ -117,8 +120,7 @@ def _walk_chunk(trace: TraceRef, task: ChunkTask, asked_file: str | None = None)
         if len(done.runs) >= task.max_runs or time.monotonic() - began > task.max_seconds:
             done.next_budget = budget
             break
-        # a stat between runs (a few us; a run in a band takes 2 ms to 1 s)
-        if asked_file is not None and done.runs and os.path.exists(asked_file):
+        if asked is not None and done.runs and asked():
             done.next_budget, done.asked = budget, True
             break
         started = datetime.now()
@@ -153,26 +155,6 @@ def split(start: int, end: int, pieces: int, minimum: int = 1 << 20) -> list[tup
     return [(bounds[k], bounds[k + 1] - 1) for k in range(count)]
 
 
-def rest_split(done: ChunkDone, recent: int = 16) -> list[tuple[int, int]]:
-    """The rest of a chunk that stopped early, [next_budget, end], in two pieces for two
-    workers. Work gathers where intervals are narrow (just past a hole's edge, 1-3 KB on
-    ResNet-32 where the chunk's other megabytes are a few executions), so halving the bytes
-    leaves one piece with nearly all of it. The cut goes where the chunk would get after as
-    many more runs as it just did (one more slice), at the density of its last `recent`
-    intervals: the first piece keeps a worker busy until the second piece's next report."""
-    assert done.next_budget is not None
-    start, end = done.next_budget, done.task.end
-    los = [t.record["same_execution"]["lo"] for t in done.runs[-recent:]]
-    if not los or end - start < 2:
-        return [(start, end)]
-    span = max(1, start - los[0])  # bytes the last len(los) executions covered
-    ahead = span * max(1, len(done.runs)) // len(los)
-    cut = start + max(1, ahead)
-    if cut > end:
-        return [(start, end)]
-    return [(start, cut - 1), (cut, end)]
-
-
 def rest_halves(done: ChunkDone, restart_s: float, recent: int = 16) -> list[tuple[int, int]]:
     """The rest of a chunk that stopped early for an idle worker, in two halves of its bytes,
     or whole when, at the density and run time of its last `recent` executions, it would take
@@ -194,6 +176,37 @@ def rest_halves(done: ChunkDone, restart_s: float, recent: int = 16) -> list[tup
 
 
 # -- where chunks run ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AskedFile:
+    """A local pool's request that a chunk report: its slot's file exists (a stat between
+    runs, a few us, where a run in a band takes 2 ms to 1 s)."""
+
+    path: str
+
+    def __call__(self) -> bool:
+        return os.path.exists(self.path)
+
+
+class AskedEvent:
+    """A Dask worker's request that a chunk report: a named `distributed.Event` is set. Each
+    look is a round trip to the scheduler, so the chunk looks at most every ASK_LOOK_S."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._event: Any = None
+        self._looked = time.monotonic()
+
+    def __call__(self) -> bool:
+        if time.monotonic() - self._looked < ASK_LOOK_S:
+            return False
+        if self._event is None:
+            from distributed import Event
+
+            self._event = Event(self.name)
+        self._looked = time.monotonic()
+        return bool(self._event.is_set())
+
+
 class ChunkRunner:
     """Runs chunk tasks in this process (workers=1), in spawned processes, or on Dask, and
     yields each ChunkDone as it finishes; `submit` may be called while iterating.
@@ -206,11 +219,10 @@ class ChunkRunner:
     walk began with a fresh run (26 of 26 slices in 200 s, 22% of the runs' seconds, 16 of
     them avoidable).
 
-    In the local pool a worker with nothing queued for it asks a busy chunk to report at once
-    (a file the chunk checks between runs), and the walk gives it half of that chunk's rest
-    (`wants_split`, `rest_halves`). Before, it waited for the chunk's next report, up to 20 s:
-    InceptionV4's whole walk kept 1.76 of 2 cores busy. A Dask worker cannot be asked; there
-    a chunk's rest is cut at every report while nothing is queued (`rest_split`)."""
+    A worker with nothing queued for it asks a busy chunk to report after its run in progress
+    (a file in the local pool, a named Event on Dask), and the walk gives it half of that
+    chunk's rest (`wants_split`, `rest_halves`). Before, it waited for the chunk's next
+    report, up to 20 s, and InceptionV4's whole walk kept 1.76 of 2 cores busy."""
 
     def __init__(
         self, trace: TraceRef, sha256: str, *, workers: int = 1, scheduler: str | None = None
@@ -221,7 +233,8 @@ class ChunkRunner:
         self.queue: list[ChunkTask] = []
         self._pools: list[ProcessPoolExecutor] = []
         self._meant_for: dict[ChunkTask, int | str] = {}  # a chunk's rest -> where its walk is
-        self._running: dict[int, ChunkTask] = {}  # local pool: slot -> its chunk
+        self._running: dict[int | str, ChunkTask] = {}  # a local slot or Dask key -> its chunk
+        self._asked: set[int | str] = set()  # the running chunks asked to report
         self._asked_dir: str | None = None  # local pool: the files that ask a slot to report
         self._not_to_ask: set[ChunkTask] = set()  # rests of an asked chunk that were not split
         self._client: Any = None
@@ -245,18 +258,28 @@ class ChunkRunner:
         if after.asked and len(tasks) == 1:  # too little left to share: not asked again
             self._not_to_ask.add(tasks[0])
 
-    @property
-    def can_ask(self) -> bool:
-        """Whether a busy chunk can be asked to report for an idle worker (the local pool)."""
-        return self._client is None and self.workers > 1
-
     def wants_split(self) -> bool:
         """Whether the rest of a chunk that just reported should be cut for another worker:
-        nothing is queued and, in the local pool, another worker is idle; on Dask (where no
-        chunk can be asked) whenever nothing is queued."""
-        if self.queue:
-            return False
-        return not self.can_ask or len(self._running) < self.workers - 1
+        nothing is queued and another worker is idle."""
+        return not self.queue and len(self._running) < self.workers - 1
+
+    def _to_ask(self, idle: int) -> list[int | str]:
+        """With nothing queued, as many running chunks as workers are idle, the widest first,
+        not asked yet and not a rest that was too small to share: those to ask to report."""
+        if self.queue or idle <= 0:
+            return []
+        busy = [
+            (task.end - task.start, str(key), key)
+            for key, task in self._running.items()
+            if key not in self._asked and task not in self._not_to_ask
+        ]
+        chosen = [key for _, _, key in sorted(busy, reverse=True)[:idle]]
+        self._asked.update(chosen)
+        return chosen
+
+    def _finished(self, key: int | str) -> None:
+        self._not_to_ask.discard(self._running.pop(key))
+        self._asked.discard(key)
 
     def results(self) -> Iterator[ChunkDone]:
         if self._client is not None:
@@ -303,14 +326,17 @@ class ChunkRunner:
                     task = self._take(slot, idle)
                     if task is not None:
                         assert isinstance(slot, int)
-                        future = self._pools[slot].submit(walk_chunk, self.trace, task, asked[slot])
-                        running[future] = slot
+                        ask = AskedFile(asked[slot])
+                        running[self._pools[slot].submit(walk_chunk, self.trace, task, ask)] = slot
                         self._running[slot] = task
-                self._ask(self.workers - len(running), asked)
+                for slot in self._to_ask(self.workers - len(running)):
+                    assert isinstance(slot, int)
+                    with open(asked[slot], "w"):
+                        pass
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
                     ran_on = running.pop(future)
-                    self._not_to_ask.discard(self._running.pop(ran_on))
+                    self._finished(ran_on)
                     if os.path.exists(asked[ran_on]):  # asked, or done before it saw it
                         os.unlink(asked[ran_on])
                     done = future.result()
@@ -320,45 +346,35 @@ class ChunkRunner:
             for future in running:
                 future.cancel()
             self._running.clear()
-
-    def _ask(self, idle: int, asked: Sequence[str]) -> None:
-        """With nothing queued, ask as many busy chunks as slots are idle (the widest first)
-        to report after their run in progress, so the walk can share out their rest."""
-        if self.queue or idle <= 0:
-            return
-        busy = [
-            (task.end - task.start, slot)
-            for slot, task in self._running.items()
-            if task not in self._not_to_ask and not os.path.exists(asked[slot])
-        ]
-        for _, slot in sorted(busy, reverse=True)[:idle]:
-            with open(asked[slot], "w"):
-                pass
+            self._asked.clear()
 
     def _dask(self) -> Iterator[ChunkDone]:
-        from distributed import as_completed
+        from distributed import Event, as_completed
 
         if self._data is None:  # the trace's bytes, once per worker
             self._data = self._client.scatter(
                 self.trace.path.read_bytes(), broadcast=True, hash=False
             )
         running = as_completed([], loop=self._client.loop, with_results=True, raise_errors=False)
-        tasks: dict[str, ChunkTask] = {}
         pinned: dict[str, str | None] = {}  # future key -> the worker it was meant for
+        events: dict[str, str] = {}  # future key -> the Event that asks its chunk to report
 
         def submit(task: ChunkTask, worker: str | None) -> None:
+            event = f"dtr-landscape-ask-{uuid.uuid4().hex}"
             future = self._client.submit(
                 walk_shipped_chunk,
                 task,
                 name=self.trace.name,
                 sha256=self.sha256,
                 data=self._data,
+                ask=event,
                 pure=False,
                 workers=None if worker is None else [worker],
                 allow_other_workers=worker is not None,
             )
-            tasks[future.key] = task
+            self._running[future.key] = task
             pinned[future.key] = worker
+            events[future.key] = event
             running.add(future)
 
         def feed() -> None:
@@ -367,24 +383,33 @@ class ChunkRunner:
             info = self._client.scheduler_info().get("workers", {})
             threads = {a: max(1, int(w.get("nthreads") or 1)) for a, w in info.items()}
             if not threads:  # none registered yet: the scheduler holds them until one is
-                while self.queue and len(tasks) < 2:
+                while self.queue and len(self._running) < 2:
                     submit(self.queue.pop(0), None)
                 return
             self.workers = sum(threads.values())
             busy = list(pinned.values())
             free: list[int | str] = [a for a in threads for _ in range(threads[a] - busy.count(a))]
             free.sort(key=lambda a: a not in self._meant_for.values())
+            idle = 0
             for worker in free:
                 task = self._take(worker, free)
                 if task is not None:
                     assert isinstance(worker, str)
                     submit(task, worker)
+                else:
+                    idle += 1
+            for key in self._to_ask(idle):
+                Event(events[str(key)], client=self._client).set()
 
         feed()
         try:
             for future, result in running:
-                task = tasks.pop(future.key)
+                task = self._running[future.key]
+                if future.key in self._asked:  # a set Event stays on the scheduler until cleared
+                    Event(events[future.key], client=self._client).clear()
+                self._finished(future.key)
                 pinned.pop(future.key, None)
+                events.pop(future.key, None)
                 if not isinstance(result, ChunkDone):
                     exc = result[1] if isinstance(result, tuple) else result
                     result = ChunkDone(task, error=f"{type(exc).__name__}: {exc}")
@@ -392,6 +417,8 @@ class ChunkRunner:
                 feed()
         finally:
             running.clear()
+            self._running.clear()
+            self._asked.clear()
 
     def close(self) -> None:
         for pool in self._pools:
@@ -405,12 +432,16 @@ class ChunkRunner:
             self._client = None
 
 
-def walk_shipped_chunk(task: ChunkTask, *, name: str, sha256: str, data: bytes) -> ChunkDone:
-    """A Dask task: the trace arrives as bytes (scattered once), the chunk walks here."""
+def walk_shipped_chunk(
+    task: ChunkTask, *, name: str, sha256: str, data: bytes, ask: str | None = None
+) -> ChunkDone:
+    """A Dask task: the trace arrives as bytes (scattered once), the chunk walks here, and
+    reports early once the Event named `ask` is set."""
     from distributed import get_worker
 
     from engine.landscape.distributed import _trace_on_worker
 
-    done = walk_chunk(_trace_on_worker(name, sha256, data), task)
+    asked = None if ask is None else AskedEvent(ask)
+    done = walk_chunk(_trace_on_worker(name, sha256, data), task, asked)
     done.slot = get_worker().address  # its walk is live here (`_live`): the rest comes back
     return done

@@ -29,7 +29,6 @@ from engine.landscape.chunks import (
     ChunkRunner,
     ChunkTask,
     rest_halves,
-    rest_split,
     split,
 )
 from engine.landscape.holes import SAME_SETTINGS
@@ -232,10 +231,10 @@ def walk_landscape(
         )
         pieces = 4 * runner.workers if parallel else 1
         limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
-        # Parallel chunks report often so that idle workers get work soon (a dense band is split
-        # only when its chunk reports); but a chunk that continues on another worker starts with
-        # a fresh run, so a slice lasts at least RESTART_SLICES fresh runs (seen so far) of this
-        # trace, and at least PARALLEL_SLICE_S.
+        # A parallel slice lasts at least RESTART_SLICES fresh runs (seen so far) of this trace,
+        # and at least PARALLEL_SLICE_S. The cadence was chosen when an idle worker got work only
+        # at a chunk's report; since it asks the chunk at once (ChunkRunner), a report without an
+        # idle worker just publishes the runs, and the chunk's rest continues where it is live.
         seconds = PARALLEL_SLICE_S if parallel else IN_PROCESS_SLICE_S
         restart_s = 0.0
         runner.submit(
@@ -274,7 +273,7 @@ def walk_landscape(
                     # The rest of the chunk, cut in two when a worker would otherwise sit idle
                     rest = [(done.next_budget, done.task.end)]
                     if parallel and runner.wants_split():
-                        rest = rest_halves(done, restart_s) if runner.can_ask else rest_split(done)
+                        rest = rest_halves(done, restart_s)
                     runner.submit(
                         [
                             ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
