@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 CHUNK_SECONDS = 20.0  # a chunk reports back at least this often (a killed walk loses less)
 CHUNK_RUNS = 2000
 ASK_LOOK_S = 0.5  # on Dask a chunk looks whether it is asked at most this often (a round trip)
-RESTART_SLICES = 10  # a parallel chunk's slice: at least this many fresh runs' time
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from engine.landscape.chunks import (
     CHUNK_RUNS,
-    CHUNK_SECONDS,
-    RESTART_SLICES,
     ChunkDone,
     ChunkRunner,
     ChunkTask,
@@ -53,14 +51,12 @@ FLUSH_RUNS, FLUSH_SECONDS = 50, 2.0  # a walk publishes its runs in batches of a
 # A long walk publishes thousands of parts; readers open every part on each query, so the walk
 # folds them into the snapshot every this many parts (and when it ends).
 COMPACT_EVERY_PARTS = 200
-# A parallel chunk's shortest slice. The ResNet-32 walk 0.095-0.110 with 2 workers took 0.9x
-# the time with 0.25 s as with 1 s: its dense band (551 of its 689 executions in 1.5 MB) is
-# split sooner. 0.1 s gained nothing more.
-PARALLEL_SLICE_S = 0.25
-# A walk in this process reports its chunk as often as it publishes a batch: continuing here
-# costs nothing (the chunk's native walk is kept, chunks.py `_live`), and a 20 s chunk held
-# its runs back from the store (a killed walk lost up to 20 s, a reader saw nothing new).
-IN_PROCESS_SLICE_S = FLUSH_SECONDS
+# A chunk reports as often as the walk publishes a batch. Continuing costs nothing: the rest
+# goes to the process where the chunk's walk is live (chunks.py `_live`), and an idle worker
+# asks a busy chunk at once (ChunkRunner), so the cadence only bounds what a killed walk loses
+# and how stale a reader's view of the store is. (Until idle workers asked, a parallel slice
+# lasted 10 fresh runs' time, up to 20 s, and a worker waited for it.)
+SLICE_S = FLUSH_SECONDS
 
 
 def policy_certified(policy: type[Policy] | Policy) -> bool:
@@ -231,15 +227,10 @@ def walk_landscape(
         )
         pieces = 4 * runner.workers if parallel else 1
         limit = CHUNK_RUNS if max_runs is None else min(max_runs, CHUNK_RUNS)
-        # A parallel slice lasts at least RESTART_SLICES fresh runs (seen so far) of this trace,
-        # and at least PARALLEL_SLICE_S. The cadence was chosen when an idle worker got work only
-        # at a chunk's report; since it asks the chunk at once (ChunkRunner), a report without an
-        # idle worker just publishes the runs, and the chunk's rest continues where it is live.
-        seconds = PARALLEL_SLICE_S if parallel else IN_PROCESS_SLICE_S
-        restart_s = 0.0
+        restart_s = 0.0  # the longest first run of a chunk so far: what a new piece costs
         runner.submit(
             [
-                ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=seconds)
+                ChunkTask(spec, float(cap), a, b, max_runs=limit, max_seconds=SLICE_S)
                 for ga, gb in gaps
                 for a, b in split(ga, gb, pieces)
             ]
@@ -262,8 +253,6 @@ def walk_landscape(
                     break
                 if done.fresh_runs and done.runs:
                     restart_s = max(restart_s, float(done.runs[0].record["wall_s"] or 0.0))
-                if parallel:
-                    seconds = min(CHUNK_SECONDS, max(PARALLEL_SLICE_S, RESTART_SLICES * restart_s))
                 if done.next_budget is not None:
                     left = (
                         CHUNK_RUNS
@@ -276,7 +265,7 @@ def walk_landscape(
                         rest = rest_halves(done, restart_s)
                     runner.submit(
                         [
-                            ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=seconds)
+                            ChunkTask(spec, float(cap), a, b, max_runs=left, max_seconds=SLICE_S)
                             for a, b in rest
                         ],
                         after=done,  # first, where its walk is live (ChunkRunner)
