@@ -3,7 +3,8 @@ a Dask cluster.
 
 A chunk walks budgets [start, end] execution by execution (engine/sim/native.py's `Walk`:
 each run resumes where it first differs from the previous one) and stops early after
-`max_seconds` or `max_runs`, returning where it stopped, so the parent can store what came
+`max_seconds` or `max_runs`, or when an idle worker asks for part of it, returning where it
+stopped, so the parent can store what came
 back, keep the workers busy, and queue the rest as a new chunk. A killed walk therefore loses
 at most the chunks in flight, and the same command resumes from the store.
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
     from engine.sim.catalog import TraceRef
 
-CHUNK_SECONDS = 20.0  # a chunk reports back at least this often (a killed walk loses less)
+CHUNK_SECONDS = 20.0  # a chunk's time limit unless its task says (a walk's slices say 2 s)
 CHUNK_RUNS = 2000
 ASK_LOOK_S = 0.5  # on Dask a chunk looks whether it is asked at most this often (a round trip)
 
@@ -356,7 +357,7 @@ class ChunkRunner:
             )
         running = as_completed([], loop=self._client.loop, with_results=True, raise_errors=False)
         pinned: dict[str, str | None] = {}  # future key -> the worker it was meant for
-        events: dict[str, str] = {}  # future key -> the Event that asks its chunk to report
+        events: dict[int | str, str] = {}  # future key -> the Event asking its chunk to report
 
         def submit(task: ChunkTask, worker: str | None) -> None:
             event = f"dtr-landscape-ask-{uuid.uuid4().hex}"
@@ -398,7 +399,7 @@ class ChunkRunner:
                 else:
                     idle += 1
             for key in self._to_ask(idle):
-                Event(events[str(key)], client=self._client).set()
+                Event(events[key], client=self._client).set()
 
         feed()
         try:
