@@ -27,6 +27,13 @@ static inline void make_unevictable(Core *c, int32_t s) {
     else c->s.pool_head = q;
     if (q >= 0) PUT(c, a->pool_prev[q], p);
     else c->s.pool_tail = p;
+    /* A storage out of the pool has no links: nothing reads them (every walk of the list starts
+       at its head), but the state hash does. Left as they were, they kept two runs that had
+       made the same decisions from telling they were in the same state: a walk's run that
+       fell back into its predecessor's decisions after a few evictions ran on for hundreds of
+       computations (until the storage re-entered the pool) before its state hashed equal. */
+    PUT(c, a->pool_prev[s], -1);
+    PUT(c, a->pool_next[s], -1);
     c->s.pool_count--;
     c->s.pool_bytes -= c->size[s];
 }
