@@ -69,7 +69,7 @@ def test_runs_with_and_without_trajectories_equal_fresh_runs(
 
 
 # Random traces (by seed) and a ratio of the peak from which most of their runs do not rejoin
-# their predecessor. Most did at many more budgets while a storage out of the pool kept its
+# their predecessor. Such budgets were many more while a storage out of the pool kept its
 # links, which the state hash read (tests/test_prefix_sharing.py).
 SELDOM_REJOINING = [(0, 0.4), (1, 0.15), (3, 0.3), (7, 0.4)]
 
