@@ -428,7 +428,7 @@ def test_an_idle_worker_asks_a_busy_chunk_for_half_its_rest(
     env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two processes, one given a single execution and one a long chunk: the idle one asks the
-    long chunk to report and takes the upper half of its rest, until it is walked (On Dask:
+    long chunk to report and takes the upper half of its rest, until it is walked. (On Dask:
     tests/test_distributed.py.)"""
     from engine.landscape.chunks import ChunkRunner
     from engine.sim.catalog import resolve

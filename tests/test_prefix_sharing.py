@@ -213,13 +213,14 @@ def test_runs_merge_once_their_decisions_agree_again(traces_dir: Path) -> None:
     decisions become the same for good."""
     ref, program = load("resnet32", traces_dir)
     base = baseline(program)
+    limit = limit_for(base, 60)
     records, _ = _walk("resnet32", int(0.095 * base.peak), "DTR", traces=traces_dir, steps=110)
     checked = 0
     for record in records[1:]:
         if record["merged_operator"] is None:
             continue
-        before, _ = _decisions(program, record["budget"] - 1, limit_for(base, 60))
-        after, operators = _decisions(program, record["budget"], limit_for(base, 60))
+        before, _ = _decisions(program, record["budget"] - 1, limit)
+        after, operators = _decisions(program, record["budget"], limit)
         if len(before) != len(after):
             continue
         pairs = enumerate(zip(before, after, strict=True))

@@ -4,9 +4,9 @@ a Dask cluster.
 A chunk walks budgets [start, end] execution by execution (engine/sim/native.py's `Walk`:
 each run resumes where it first differs from the previous one) and stops early after
 `max_seconds` or `max_runs`, or when an idle worker asks for part of it, returning where it
-stopped, so the parent can store what came
-back, keep the workers busy, and queue the rest as a new chunk. A killed walk therefore loses
-at most the chunks in flight, and the same command resumes from the store.
+stopped, so the parent can store what came back, keep the workers busy, and queue the rest
+as a new chunk. A killed walk therefore loses at most the chunks in flight, and the same
+command resumes from the store.
 
 Policies the C runtime does not implement, and TwoPhase (it compares inside its scan, where
 no state is kept), replay every run from the start: the same records, no sharing.
