@@ -97,7 +97,8 @@ static void Core_dealloc(Core *c) {
                      c->op_args_off, c->op_args, c->tensor_storage, c->tensor_op, c->step_kind,
                      c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
-                     c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->stack,
+                     c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->log_bits,
+                     c->log_words, c->stack,
                      c->cover.items, c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
                      c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
                      c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items, c->news.items,
@@ -429,6 +430,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->scratch_d = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->word_list = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
     c->word_compute = (int64_t *)PyMem_Calloc(c->words, sizeof(int64_t));
+    c->log_bits = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->log_words = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
     c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -474,7 +477,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         }
     }
     const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
-                                c->word_compute, c->stack, c->dfs_node, c->dfs_edge, c->bases,
+                                c->word_compute, c->log_bits, c->log_words, c->stack, c->dfs_node, c->dfs_edge, c->bases,
                                 c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
                                 c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,

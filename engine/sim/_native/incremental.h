@@ -229,6 +229,54 @@ static inline int word_masks(const int32_t *ids, Py_ssize_t n, int32_t *words, u
     return m;
 }
 
+/* The log's storages from `from` on, as a bitset (c->log_bits, its nonzero words listed in
+   c->log_words), for the freshness checks of storages made fresh together: what
+   fresh_rows(q, to, 0) tests entry by entry, one word AND for each word the log touches. */
+typedef struct {
+    int64_t from; /* -2: none yet */
+    int n;        /* words listed; -1: the log holds an entry that is no storage */
+} LogMasks;
+
+/* c->log_bits back to zero (between calls it is) */
+static void log_masks_clear(Core *c, LogMasks *m) {
+    for (int j = 0; j < m->n; j++) c->log_bits[c->log_words[j]] = 0;
+    m->n = 0;
+}
+
+static void log_masks(Core *c, LogMasks *m, int64_t from, Py_ssize_t to) {
+    log_masks_clear(c, m);
+    m->from = from;
+    m->n = 0;
+    for (Py_ssize_t i = (Py_ssize_t)from; i < to; i++) {
+        int32_t v = c->changes[i];
+        if (v < 0) { /* (forget_fresh's entry: still_fresh decides, as it would) */
+            log_masks_clear(c, m);
+            m->n = -1;
+            return;
+        }
+        uint64_t *w = &c->log_bits[v >> 6];
+        if (!*w) c->log_words[m->n++] = v >> 6;
+        *w |= (uint64_t)1 << (v & 63);
+    }
+}
+
+/* Whether q's reverse rows are fresh at `to`, as still_fresh(c, q, to) tells, through the log's
+   bitset kept in `m` (made again when q's rows were made fresh at another position). */
+static inline int fresh_reverse(Core *c, LogMasks *m, int32_t q, const uint64_t *block,
+                                Py_ssize_t to) {
+    int64_t at = c->rev_fresh_at[q] - 1;
+    if (at < (int64_t)c->changes_valid_from || at > (int64_t)to) return 0;
+    if (at != m->from) log_masks(c, m, at, to);
+    if (m->n < 0) return still_fresh(c, q, to);
+    const uint64_t *bits = c->log_bits;
+    if (bits[q >> 6] >> (q & 63) & 1) return 0;
+    for (int j = 0; j < m->n; j++) {
+        int32_t w = c->log_words[j];
+        if ((block[2 * w] | block[2 * w + 1]) & bits[w]) return 0;
+    }
+    return 1;
+}
+
 /* shrink_fresh_bases for a computation of one new storage s, every computation of a cascade.
    Its ~200 bases share what their checks read: the log's storages since they were last fresh
    (most were made fresh together), s's parents and those parents' children that are not
@@ -237,26 +285,31 @@ static inline int word_masks(const int32_t *ids, Py_ssize_t n, int32_t *words, u
    of the 15.9G it executes (cachegrind), and the runtime is bound by its instructions, not its
    loads. The same tests and the same writes in the same order as still_fresh and
    shrink_reverse (which take the bases these tables do not fit). */
-#define ONE_MASKS 16   /* word masks of the log since a base was fresh */
 #define ONE_PARENTS 64 /* note_parents marks up to 64 parents */
 #define ONE_NR 256     /* word masks of the parents' children that are not resident */
+#define ONE_NR_PARENT 16 /* of one parent's */
+typedef struct {
+    uint64_t bit;             /* the parent's bit in its word */
+    int32_t word, idx;        /* its word; its index in note_parents' tables */
+    int32_t nr_from, nr_n;    /* its children that are not resident: masks [from, from + n) */
+} OneParent;
+
 static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s,
                                    Py_ssize_t mark) {
     Arrays *a = &c->a;
     const Py_ssize_t block_words = 2 * c->words;
     uint64_t *const rows = a->rev_int;
-    const int64_t valid_from = (int64_t)c->changes_valid_from;
+    const int tracking = c->tracking;
     const int32_t s_word = s >> 6;
     const uint64_t s_bit = (uint64_t)1 << (s & 63);
+    const int64_t s_compute = a->compute[s];
     const int32_t *ps = c->pa_items + c->pa_off[s];
     const int32_t np = a->pa_len[s];
-    int64_t log_at = -2; /* the log's masks below are those from log_at to mark */
-    int n_log = -1;
-    int32_t log_word[ONE_MASKS];
-    uint64_t log_bits[ONE_MASKS];
+    const int64_t fresh_at = (int64_t)c->n_changes + 1; /* mark_fresh's */
+    LogMasks log = {.from = -2, .n = 0};
     int noted = -1; /* note_parents' answer, once a base needs it */
-    int32_t p_word[ONE_PARENTS], p_idx[ONE_PARENTS], nr_from[ONE_PARENTS], nr_n[ONE_PARENTS];
-    uint64_t p_bit[ONE_PARENTS];
+    int64_t epoch = 0;
+    OneParent par[ONE_PARENTS];
     int32_t nr_word[ONE_NR];
     uint64_t nr_bits[ONE_NR];
     Py_ssize_t left = 0;
@@ -264,49 +317,25 @@ static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32
     for (Py_ssize_t b = 0; b < nb; b++) {
         int32_t q = bases[b];
         uint64_t *block = rows + q * block_words; /* interior words at [2w], frontier at [2w+1] */
-        int64_t at = c->rev_fresh_at[q] - 1;
-        int fresh = at >= valid_from && at <= (int64_t)mark;
-        if (fresh) {
-            if (at != log_at) {
-                log_at = at;
-                n_log = word_masks(c->changes + at, mark - (Py_ssize_t)at, log_word, log_bits,
-                                   ONE_MASKS);
-            }
-            if (n_log < 0) {
-                fresh = still_fresh(c, q, mark);
-            } else {
-                const int32_t q_word = q >> 6;
-                const uint64_t q_bit = (uint64_t)1 << (q & 63);
-                for (int j = 0; j < n_log && fresh; j++) {
-                    const uint64_t *w = block + 2 * log_word[j];
-                    if (((w[0] | w[1]) & log_bits[j]) || (log_word[j] == q_word &&
-                                                          (log_bits[j] & q_bit)))
-                        fresh = 0;
-                }
-            }
-        }
-        if (!fresh) {
+        if (!fresh_reverse(c, &log, q, block, mark)) {
             bases[left++] = q;
             continue;
         }
         if (noted < 0) {
             noted = np <= ONE_PARENTS && note_parents(c, &s, 1);
+            epoch = c->par_epoch;
             int32_t used = 0;
             for (int32_t k = 0; noted && k < np; k++) {
                 int32_t p = ps[k], i = c->par_idx[p];
-                p_word[k] = p >> 6;
-                p_bit[k] = (uint64_t)1 << (p & 63);
-                p_idx[k] = i;
                 int n = word_masks(c->nr_items + c->nr_off[i], c->nr_off[i + 1] - c->nr_off[i],
                                    nr_word + used, nr_bits + used,
-                                   ONE_NR - used < ONE_MASKS ? ONE_NR - used : ONE_MASKS);
-                nr_from[k] = used;
-                nr_n[k] = n; /* -1: keeps_parent reads the list */
-                if (n > 0) used += n;
+                                   ONE_NR - used < ONE_NR_PARENT ? ONE_NR - used : ONE_NR_PARENT);
+                par[k] = (OneParent){(uint64_t)1 << (p & 63), p >> 6, i, used, n};
+                if (n > 0) used += n; /* n < 0: keeps_parent reads the list */
             }
         }
         if (!noted || !a->material[q]) {
-            if (shrink_reverse(c, q, &s, 1, noted) < 0) return -1;
+            if (shrink_reverse(c, q, &s, 1, noted) < 0) goto failed;
             continue;
         }
         int64_t total = a->rev_sum[q];
@@ -314,32 +343,41 @@ static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32
         if (sw[0] & s_bit) {
             put_word(c, &sw[0], sw[0] & ~s_bit);
             put_word(c, &sw[1], sw[1] | s_bit);
-            total -= a->compute[s];
+            total -= s_compute;
         }
         if (sw[1] & s_bit) {
             /* s's parents that no child but s linked to q (keeps_parent) leave its frontier */
-            uint64_t resident = c->res_stamp[q] == c->par_epoch ? c->res_mask[q] : 0;
+            uint64_t resident = c->res_stamp[q] == epoch ? c->res_mask[q] : 0;
             for (int32_t k = 0; k < np; k++) {
-                uint64_t *fw = block + 2 * p_word[k] + 1;
-                if (!(*fw & p_bit[k]) || (resident >> p_idx[k] & 1)) continue;
-                int kept = 0;
-                if (nr_n[k] < 0) {
+                const OneParent *pp = &par[k];
+                uint64_t *fw = block + 2 * pp->word + 1, f = *fw;
+                if (!(f & pp->bit) || (resident >> pp->idx & 1)) continue;
+                int kept;
+                if (pp->nr_n < 0) {
                     kept = keeps_parent(c, ps[k], q, block, 1);
                 } else {
-                    for (int32_t j = nr_from[k]; j < nr_from[k] + nr_n[k] && !kept; j++)
+                    kept = 0;
+                    for (int32_t j = pp->nr_from, end = j + pp->nr_n; j < end && !kept; j++)
                         kept = (block[2 * nr_word[j]] & nr_bits[j]) != 0;
                 }
-                if (!kept) put_word(c, fw, *fw & ~p_bit[k]);
+                if (kept) continue;
+                if (tracking) mark_dirty(c, fw);
+                *fw = f & ~pp->bit;
             }
         }
-        PUT(c, a->rev_sum[q], total);
-        mark_fresh(c, q, 0);
+        if (tracking && a->rev_sum[q] != total) mark_dirty(c, &a->rev_sum[q]);
+        a->rev_sum[q] = total;
+        c->rev_fresh_at[q] = fresh_at;
         shrunk++;
-        if (c->verify_hash && check_fresh(c, q, 0) < 0) return -1;
+        if (c->verify_hash && check_fresh(c, q, 0) < 0) goto failed;
     }
     c->searches += shrunk;
     c->incremental_searches += shrunk;
+    log_masks_clear(c, &log);
     return left;
+failed:
+    log_masks_clear(c, &log);
+    return -1;
 }
 
 /* The reverse searches of a pass: the bases whose rows are still fresh but for the new

@@ -28,7 +28,7 @@ static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interio
         for (int32_t j = 0; j < m; j++) {
             int32_t u = e[j];
             if (material[u]) {
-                if (u != base) row_set(frontier, u);
+                row_set(frontier, u); /* (the base's bit is cleared below) */
             } else if (!row_test(interior, u)) {
                 row_set(interior, u);
                 total += a->compute[u];
@@ -36,6 +36,7 @@ static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interio
             }
         }
     }
+    row_clear(frontier, base); /* a search never lists its base (the rows came in zeroed) */
     return total;
 }
 
@@ -194,18 +195,20 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     Py_ssize_t before = c->n_changes - 1;
     int s_fresh = !forward && c->incremental && c->topological && before >= 0 &&
                   c->changes[before] == s && still_fresh(c, s, before);
+    LogMasks log = {.from = -2, .n = 0}; /* the drivers' checks */
     for (Py_ssize_t w = 0; w < c->words; w++) {
         uint64_t word = drivers[2 * w];
         while (word) {
             int32_t p = (int32_t)((w << 6) + __builtin_ctzll(word));
             word &= word - 1;
             if (a->pinned[p]) continue;
-            int p_fresh = s_fresh && still_fresh(c, p, before);
             uint64_t *front = row(c, fr_t, p), *interior = row(c, int_t, p);
+            int p_fresh = s_fresh && fresh_reverse(c, &log, p, interior, before);
             if (!row_test(front, s)) {
                 snprintf(c->error, sizeof c->error,
                          "maintained neighbourhood of storage %d lacks evicted storage %d on its "
                          "frontier (simrd stops on an assertion here)", p, s);
+                log_masks_clear(c, &log);
                 return -1;
             }
             put_word(c, &front[2 * s_word], front[2 * s_word] & ~s_bit);
@@ -228,10 +231,14 @@ static int absorb_into(Core *c, int32_t s, int forward) {
             if (p_fresh) {
                 mark_fresh(c, p, 0);
                 c->fresh_absorbs++;
-                if (c->verify_hash && check_fresh(c, p, 0) < 0) return -1;
+                if (c->verify_hash && check_fresh(c, p, 0) < 0) {
+                    log_masks_clear(c, &log);
+                    return -1;
+                }
             }
         }
     }
+    log_masks_clear(c, &log);
     return 0;
 }
 
