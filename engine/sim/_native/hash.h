@@ -84,7 +84,8 @@ static int dirty_grow(Core *c) {
 
 /* Arena word w changed in the open segment; old is its value before (kept at the first change
    only: the segment's log keeps old ^ new when it closes, see encode_segment). */
-static inline void mark_dirty_word(Core *c, Py_ssize_t w, uint64_t old) {
+static inline __attribute__((always_inline)) void mark_dirty_word(Core *c, Py_ssize_t w,
+                                                              uint64_t old) {
     uint64_t bit = (uint64_t)1 << (w & 63);
     if (c->dirty[w >> 6] & bit) return;
     c->dirty[w >> 6] |= bit;
@@ -139,8 +140,15 @@ static inline void row_begin(Core *c, const uint64_t *r) {
 static inline void row_end(Core *c, uint64_t *r) {
     if (!c->tracking) return;
     const uint64_t *old = c->row_old;
-    for (Py_ssize_t i = 0; i < 2 * c->words; i++) {
-        if (r[i] != old[i]) mark_dirty_word(c, ((const char *)(r + i) - c->arena) >> 3, old[i]);
+    const Py_ssize_t n = 2 * c->words, at = ((const char *)r - c->arena) >> 3;
+    /* most words stay as they were: compared 8 at a time first (as put_rows does) */
+    for (Py_ssize_t x = 0; x < n; x += 8) {
+        Py_ssize_t end = x + 8 < n ? x + 8 : n;
+        uint64_t diff = 0;
+        for (Py_ssize_t i = x; i < end; i++) diff |= r[i] ^ old[i];
+        if (!diff) continue;
+        for (Py_ssize_t i = x; i < end; i++)
+            if (r[i] != old[i]) mark_dirty_word(c, at + i, old[i]);
     }
 }
 
