@@ -280,11 +280,12 @@ static inline int fresh_reverse(Core *c, LogMasks *m, int32_t q, const uint64_t 
 /* shrink_fresh_bases for a computation of one new storage s, every computation of a cascade.
    Its ~200 bases share what their checks read: the log's storages since they were last fresh
    (most were made fresh together), s's parents and those parents' children that are not
-   resident. Those are taken once as word masks, and a base's tests become a few word ANDs: a
-   thrashing run at 0.2005 spent 350 instructions a base in still_fresh and shrink_reverse, 36%
-   of the 15.9G it executes (cachegrind), and the runtime is bound by its instructions, not its
-   loads. The same tests and the same writes in the same order as still_fresh and
-   shrink_reverse (which take the bases these tables do not fit). */
+   resident. Those are taken once (a bitset, word masks), and a base's tests become a few word
+   ANDs: a thrashing run at 0.2005 spent 350 instructions a base in still_fresh and
+   shrink_reverse, 36% of the 15.9G it executed (cachegrind), and here some 230; the runtime is
+   bound by its instructions, not its loads (docs/WALKS.md, "Instructions, not loads"). The
+   same tests and the same writes in the same order as still_fresh and shrink_reverse (which
+   take the bases these tables do not fit). */
 #define ONE_PARENTS 64 /* note_parents marks up to 64 parents */
 #define ONE_NR 256     /* word masks of the parents' children that are not resident */
 #define ONE_NR_PARENT 16 /* of one parent's */
