@@ -202,6 +202,25 @@ static inline int clearly_above(const Core *c, int32_t s, double b2) {
     return estimate > b2 * (1.0 + 0x1p-45);
 }
 
+/* simrd's rule for a scored candidate s: the last whose score x is <= the best so far is the
+   victim, and the one it displaces, or one <= the runner-up, the runner-up. 1: s was taken. */
+static inline int take_candidate(int32_t s, double x, int32_t *v1, double *b1, int32_t *v2,
+                                 double *b2) {
+    if (x <= *b1) {
+        *v2 = *v1;
+        *b2 = *b1;
+        *v1 = s;
+        *b1 = x;
+        return 1;
+    }
+    if (x <= *b2) {
+        *v2 = s;
+        *b2 = x;
+        return 1;
+    }
+    return 0;
+}
+
 /* choose()'s scan for h_DTR and DTRLocal, the score a quotient of two ints: each candidate's
    words are loaded once and its estimate (clearly_above) computed inline. The scan runs at
    every eviction over some 600 candidates on InceptionV4's thrashing runs, and the runtime is
@@ -233,17 +252,7 @@ static inline __attribute__((always_inline)) int choose_ratio(Core *c, int local
             if (sz <= 0 && cut < INFINITY) continue; /* scores inf, above b2 */
             if (ratio_score(num, sz, clock, at, &x) < 0) return -1;
         }
-        if (x <= b1) {
-            v2 = v1;
-            b2 = b1;
-            v1 = s;
-            b1 = x;
-        } else if (x <= b2) {
-            v2 = s;
-            b2 = x;
-        } else {
-            continue;
-        }
+        if (!take_candidate(s, x, &v1, &b1, &v2, &b2)) continue;
         cut = b2 > 0 && b2 < INFINITY ? b2 * (1.0 + 0x1p-45) : INFINITY;
         if (x == 0) break;
     }
@@ -272,15 +281,7 @@ static int choose(Core *c, int64_t request, int32_t *victim, double *best, int32
         evaluated++;
         if (b2 > 0 && b2 < INFINITY && clearly_above(c, s, b2)) continue;
         if (score(c, s, &x) < 0) return -1;
-        if (x <= b1) {
-            v2 = v1;
-            b2 = b1;
-            v1 = s;
-            b1 = x;
-        } else if (x <= b2) {
-            v2 = s;
-            b2 = x;
-        }
+        take_candidate(s, x, &v1, &b1, &v2, &b2);
         if (x == 0) break;
     }
     c->s.heuristic_evals += evaluated;
