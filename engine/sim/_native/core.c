@@ -477,7 +477,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         }
     }
     const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
-                                c->word_compute, c->log_bits, c->log_words, c->stack, c->dfs_node, c->dfs_edge, c->bases,
+                                c->word_compute, c->log_bits, c->log_words, c->stack,
+                                c->dfs_node, c->dfs_edge, c->bases,
                                 c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
                                 c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,

@@ -209,13 +209,12 @@ static int shrink_reverse(Core *c, int32_t q, const int32_t *news, int count, in
 }
 
 /* A list of storages as word masks: pairs (words[j], bits[j]), at most `cap` of them; -1 when
-   they need more, or the list holds no storage (forget_fresh's entry). */
+   they need more. */
 static inline int word_masks(const int32_t *ids, Py_ssize_t n, int32_t *words, uint64_t *bits,
                              int cap) {
     int m = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t v = ids[i];
-        if (v < 0) return -1;
         int32_t w = v >> 6;
         int j = 0;
         while (j < m && words[j] != w) j++;
@@ -246,7 +245,6 @@ static void log_masks_clear(Core *c, LogMasks *m) {
 static void log_masks(Core *c, LogMasks *m, int64_t from, Py_ssize_t to) {
     log_masks_clear(c, m);
     m->from = from;
-    m->n = 0;
     for (Py_ssize_t i = (Py_ssize_t)from; i < to; i++) {
         int32_t v = c->changes[i];
         if (v < 0) { /* (forget_fresh's entry: still_fresh decides, as it would) */

@@ -163,8 +163,9 @@ typedef struct {
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *word_list; /* absorb_into: the words an evicted storage's rows have bits in */
     int64_t *word_compute; /* absorb_into: the compute each of those words adds */
-    uint64_t *log_bits;    /* shrink_fresh_one: the log's storages since its bases were fresh */
-    int32_t *log_words;    /* and the words they lie in */
+    uint64_t *log_bits; /* fresh_reverse: the log's storages since a row was fresh (zero between
+                           shrink_fresh_one's and absorb_into's calls) */
+    int32_t *log_words; /* and the words they lie in */
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
        from u through evicted ones (u included) and the resident ones bordering them, per
