@@ -97,6 +97,43 @@ static inline __attribute__((always_inline)) void mark_dirty_word(Core *c, Py_ss
     c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
 }
 
+/* The open segment's marks held in locals by a loop that marks many words: mark_dirty_word
+   reloads the core's fields at every mark (the rows' stores may alias them for the compiler),
+   and computes the word's index from its address. A thrashing InceptionV4 walk marks some 4
+   words for each of a cascade's reverse rows kept in place, 17 instructions a mark
+   (cachegrind). Between marks_open and marks_close nothing else may mark: a call that might
+   closes them first and opens them again after. */
+typedef struct {
+    uint64_t *dirty, *old;
+    int32_t *items;
+    Py_ssize_t len, cap;
+} Marks;
+
+static inline Marks marks_open(const Core *c) {
+    return (Marks){c->dirty, c->dirty_old, c->dirty_list.items, c->dirty_list.len,
+                   c->dirty_list.cap};
+}
+
+static inline void marks_close(Core *c, const Marks *m) { c->dirty_list.len = m->len; }
+
+/* mark_dirty_word's marks through m; old is word w's value before */
+static inline __attribute__((always_inline)) void marks_word(Core *c, Marks *m, Py_ssize_t w,
+                                                         uint64_t old) {
+    uint64_t bit = (uint64_t)1 << (w & 63), *d = &m->dirty[w >> 6];
+    if (*d & bit) return;
+    *d |= bit;
+    if (m->len == m->cap) {
+        c->dirty_list.len = m->len;
+        if (dirty_grow(c) < 0) {
+            c->dirty_failed = 1;
+            return;
+        }
+        *m = marks_open(c);
+    }
+    m->old[m->len] = old;
+    m->items[m->len++] = (int32_t)w;
+}
+
 /* The changed words marked so far belong to no segment (restore_snapshot, start_epoch). */
 static void discard_dirty(Core *c) {
     for (Py_ssize_t i = 0; i < c->dirty_list.len; i++) {
@@ -127,6 +164,15 @@ static inline void mark_dirty(Core *c, const void *p) {
 static inline __attribute__((always_inline)) void put_word(Core *c, uint64_t *w, uint64_t v) {
     if (*w == v) return;
     if (c->tracking) mark_dirty(c, w);
+    *w = v;
+}
+
+/* put_word where the caller knows whether the run keeps a trajectory (a copy of its loop for
+   each case) */
+static inline __attribute__((always_inline)) void put_word_as(Core *c, uint64_t *w, uint64_t v,
+                                                              const int tracking) {
+    if (*w == v) return;
+    if (tracking) mark_dirty(c, w);
     *w = v;
 }
 

@@ -293,12 +293,12 @@ typedef struct {
     int32_t nr_from, nr_n;    /* its children that are not resident: masks [from, from + n) */
 } OneParent;
 
-static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s,
-                                   Py_ssize_t mark) {
+static inline __attribute__((always_inline)) Py_ssize_t
+shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_t mark,
+                    const int tracking) {
     Arrays *a = &c->a;
     const Py_ssize_t block_words = 2 * c->words;
     uint64_t *const rows = a->rev_int;
-    const int tracking = c->tracking;
     const int32_t s_word = s >> 6;
     const uint64_t s_bit = (uint64_t)1 << (s & 63);
     const int64_t s_compute = a->compute[s];
@@ -313,9 +313,14 @@ static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32
     uint64_t nr_bits[ONE_NR];
     Py_ssize_t left = 0;
     int64_t shrunk = 0;
+    /* arena word indexes of the first block and sum (marks by index, not by address) */
+    const Py_ssize_t rows_at = ((const char *)rows - c->arena) >> 3;
+    const Py_ssize_t sums_at = ((const char *)a->rev_sum - c->arena) >> 3;
+    Marks marks = tracking ? marks_open(c) : (Marks){0};
     for (Py_ssize_t b = 0; b < nb; b++) {
         int32_t q = bases[b];
         uint64_t *block = rows + q * block_words; /* interior words at [2w], frontier at [2w+1] */
+        const Py_ssize_t q_at = rows_at + q * block_words;
         if (!fresh_reverse(c, &log, q, block, mark)) {
             bases[left++] = q;
             continue;
@@ -334,14 +339,20 @@ static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32
             }
         }
         if (!noted || !a->material[q]) {
+            if (tracking) marks_close(c, &marks);
             if (shrink_reverse(c, q, &s, 1, noted) < 0) goto failed;
+            if (tracking) marks = marks_open(c);
             continue;
         }
         int64_t total = a->rev_sum[q];
         uint64_t *sw = block + 2 * s_word;
         if (sw[0] & s_bit) {
-            put_word(c, &sw[0], sw[0] & ~s_bit);
-            put_word(c, &sw[1], sw[1] | s_bit);
+            if (tracking) {
+                marks_word(c, &marks, q_at + 2 * s_word, sw[0]);
+                if (!(sw[1] & s_bit)) marks_word(c, &marks, q_at + 2 * s_word + 1, sw[1]);
+            }
+            sw[0] &= ~s_bit;
+            sw[1] |= s_bit;
             total -= s_compute;
         }
         if (sw[1] & s_bit) {
@@ -360,23 +371,36 @@ static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32
                         kept = (block[2 * nr_word[j]] & nr_bits[j]) != 0;
                 }
                 if (kept) continue;
-                if (tracking) mark_dirty(c, fw);
+                if (tracking) marks_word(c, &marks, q_at + 2 * pp->word + 1, f);
                 *fw = f & ~pp->bit;
             }
         }
-        if (tracking && a->rev_sum[q] != total) mark_dirty(c, &a->rev_sum[q]);
+        if (tracking && a->rev_sum[q] != total)
+            marks_word(c, &marks, sums_at + q, (uint64_t)a->rev_sum[q]);
         a->rev_sum[q] = total;
         c->rev_fresh_at[q] = fresh_at;
         shrunk++;
-        if (c->verify_hash && check_fresh(c, q, 0) < 0) goto failed;
+        if (c->verify_hash) {
+            if (tracking) marks_close(c, &marks); /* (check_fresh marks nothing) */
+            if (check_fresh(c, q, 0) < 0) goto failed;
+        }
     }
+    if (tracking) marks_close(c, &marks);
     c->searches += shrunk;
     c->incremental_searches += shrunk;
     log_masks_clear(c, &log);
     return left;
-failed:
+failed: /* (the marks were closed before the call that failed) */
     log_masks_clear(c, &log);
     return -1;
+}
+
+/* One copy with the trajectory's marks and one without, so that neither tests for them at
+   every write. */
+static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s,
+                                   Py_ssize_t mark) {
+    return c->tracking ? shrink_fresh_one_as(c, bases, nb, s, mark, 1)
+                       : shrink_fresh_one_as(c, bases, nb, s, mark, 0);
 }
 
 /* The reverse searches of a pass: the bases whose rows are still fresh but for the new

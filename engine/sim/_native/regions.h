@@ -16,27 +16,33 @@ static int64_t search_into(Core *c, int32_t base, int forward, uint64_t *interio
     Graph g = graph_of(c, forward);
     const int32_t *off = g.off, *items = g.items, *len = g.len;
     const uint8_t *material = a->material;
-    int64_t total = 0;
+    const int64_t *compute = a->compute;
+    /* the stack and the counters in locals: the rows' stores may alias the core's fields for
+       the compiler, which then reloaded and stored them at every storage (cachegrind) */
+    int32_t *stack = c->stack;
+    int64_t total = 0, visited = 0, edges = 0;
     Py_ssize_t top = 0;
-    c->stack[top++] = base;
+    stack[top++] = base;
     while (top > 0) {
-        int32_t v = c->stack[--top];
+        int32_t v = stack[--top];
         const int32_t *e = items + off[v];
         int32_t m = len[v];
-        c->visited++;
-        c->edges_seen += m;
+        visited++;
+        edges += m;
         for (int32_t j = 0; j < m; j++) {
             int32_t u = e[j];
             if (material[u]) {
                 row_set(frontier, u); /* (the base's bit is cleared below) */
             } else if (!row_test(interior, u)) {
                 row_set(interior, u);
-                total += a->compute[u];
-                c->stack[top++] = u; /* each storage is pushed at most once */
+                total += compute[u];
+                stack[top++] = u; /* each storage is pushed at most once */
             }
         }
     }
     row_clear(frontier, base); /* a search never lists its base (the rows came in zeroed) */
+    c->visited += visited;
+    c->edges_seen += edges;
     return total;
 }
 
@@ -158,7 +164,8 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
     return 0;
 }
 
-static int absorb_into(Core *c, int32_t s, int forward) {
+static inline __attribute__((always_inline)) int absorb_into_as(Core *c, int32_t s, int forward,
+                                                                const int tracking) {
     Arrays *a = &c->a;
     uint64_t *int_t = forward ? a->fwd_int : a->rev_int;
     uint64_t *fr_t = forward ? a->fwd_fr : a->rev_fr;
@@ -211,11 +218,11 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                 log_masks_clear(c, &log);
                 return -1;
             }
-            put_word(c, &front[2 * s_word], front[2 * s_word] & ~s_bit);
+            put_word_as(c, &front[2 * s_word], front[2 * s_word] & ~s_bit, tracking);
             int64_t added = 0;
             for (int32_t i = 0; i < n_touched; i++) {
                 int32_t k = touched[i];
-                put_word(c, &front[2 * k], front[2 * k] | s_front[2 * k]);
+                put_word_as(c, &front[2 * k], front[2 * k] | s_front[2 * k], tracking);
                 uint64_t d = joins[k];
                 if (!d) continue;
                 if (!(s_int[2 * k] & interior[2 * k])) {
@@ -225,9 +232,10 @@ static int absorb_into(Core *c, int32_t s, int forward) {
                     for (uint64_t e = d; e; e &= e - 1)
                         added += a->compute[(k << 6) + __builtin_ctzll(e)];
                 }
-                put_word(c, &interior[2 * k], interior[2 * k] | d);
+                put_word_as(c, &interior[2 * k], interior[2 * k] | d, tracking);
             }
-            PUT(c, sum[p], sum[p] + added);
+            if (tracking && added) mark_dirty(c, &sum[p]);
+            sum[p] += added;
             if (p_fresh) {
                 mark_fresh(c, p, 0);
                 c->fresh_absorbs++;
@@ -240,6 +248,11 @@ static int absorb_into(Core *c, int32_t s, int forward) {
     }
     log_masks_clear(c, &log);
     return 0;
+}
+
+/* One copy with the trajectory's marks and one without (as shrink_fresh_one). */
+static int absorb_into(Core *c, int32_t s, int forward) {
+    return c->tracking ? absorb_into_as(c, s, forward, 1) : absorb_into_as(c, s, forward, 0);
 }
 
 static int absorb_evicted(Core *c, int32_t s) {

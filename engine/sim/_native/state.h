@@ -11,6 +11,10 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec32;
 
+/* released arenas kept for reuse (snapshots.h arena_give) */
+#define SPARE_ARENAS 16
+#define SPARE_BYTES ((size_t)64 << 20)
+
 /* Room for `need` items in a growable array (items, capacity): the capacity doubles from
    `first` until it holds them. 0, or -1 with a MemoryError set (the array as it was). */
 #define RESERVE(items, capacity, need, first)                                                   \
@@ -222,7 +226,7 @@ typedef struct {
     int32_t resumed_operator; /* where the last resume replayed from */
     Snapshot *snaps;
     Py_ssize_t n_snaps, snaps_cap, max_snaps, snaps_dropped, snaps_taken;
-    char *spare[2]; /* arenas of released snapshots, for the next ones (see arena_take) */
+    char *spare[SPARE_ARENAS]; /* released arenas (snapshots, checkpoints), for the next ones */
     int n_spare;
     Events ev;
     /* trajectories (walks): the last run's points, in order; the running run's own points

@@ -26,7 +26,10 @@ static void put_rows(Core *c, int32_t base, int forward, uint64_t *built, int64_
         uint64_t diff = 0;
         for (Py_ssize_t y = x; y < end; y++) diff |= block[y] ^ built[y];
         if (!diff) continue;
-        for (Py_ssize_t y = x; y < end; y++) put_word(c, &block[y], built[y]);
+        if (c->tracking)
+            for (Py_ssize_t y = x; y < end; y++) put_word_as(c, &block[y], built[y], 1);
+        else
+            memcpy(block + x, built + x, sizeof(uint64_t) * (end - x));
     }
     PUT(c, (forward ? a->fwd_sum : a->rev_sum)[base], total);
     mark_fresh(c, base, forward);
