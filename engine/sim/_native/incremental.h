@@ -234,6 +234,7 @@ static inline int word_masks(const int32_t *ids, Py_ssize_t n, int32_t *words, u
 typedef struct {
     int64_t from; /* -2: none yet */
     int n;        /* words listed; -1: the log holds an entry that is no storage */
+    Py_ssize_t to;
 } LogMasks;
 
 /* c->log_bits back to zero (between calls it is) */
@@ -243,9 +244,18 @@ static void log_masks_clear(Core *c, LogMasks *m) {
 }
 
 static void log_masks(Core *c, LogMasks *m, int64_t from, Py_ssize_t to) {
-    log_masks_clear(c, m);
+    /* a row made fresh earlier than the last one's, up to the same entry: only the entries
+       between the two are added (the passes' bases and the evictions' drivers come in the
+       order of their ids, their positions in no order) */
+    Py_ssize_t end = to;
+    if (m->n >= 0 && m->from >= 0 && m->to == to && from < m->from) {
+        end = (Py_ssize_t)m->from;
+    } else {
+        log_masks_clear(c, m);
+        m->to = to;
+    }
     m->from = from;
-    for (Py_ssize_t i = (Py_ssize_t)from; i < to; i++) {
+    for (Py_ssize_t i = (Py_ssize_t)from; i < end; i++) {
         int32_t v = c->changes[i];
         if (v < 0) { /* (forget_fresh's entry: still_fresh decides, as it would) */
             log_masks_clear(c, m);

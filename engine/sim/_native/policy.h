@@ -243,10 +243,12 @@ static inline __attribute__((always_inline)) int choose_ratio(Core *c, int local
         evaluated++;
         int64_t num = local ? compute[s] : compute[s] + fwd[s] + rev[s];
         int64_t sz = size[s], at = last[s];
+        /* at != NEVER && clock > at in one test: NEVER (INT64_MIN) wraps to a negative */
+        int64_t stale = (int64_t)((uint64_t)clock - (uint64_t)at);
         double x;
-        if (sz > 0 && at != NEVER && clock > at) {
-            if ((double)num / ((double)sz * (double)(clock - at)) > cut) continue;
-            if (true_divide(num, (unsigned __int128)sz * (unsigned __int128)(clock - at), &x) < 0)
+        if ((sz > 0) & (stale > 0)) {
+            if ((double)num / ((double)sz * (double)stale) > cut) continue;
+            if (true_divide(num, (unsigned __int128)sz * (unsigned __int128)stale, &x) < 0)
                 return -1;
         } else {
             if (sz <= 0 && cut < INFINITY) continue; /* scores inf, above b2 */

@@ -27,7 +27,7 @@ static Py_ssize_t close_words(Core *c, uint8_t *out) {
     int64_t prev = 0, count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t w = idx[i];
-        c->dirty[w >> 6] &= ~((uint64_t)1 << (w & 63));
+        c->dirty[w >> 6] = 0; /* every bit set there is a word of this list, cleared with it */
         uint64_t now = words[w], x = old[i] ^ now;
         if (!x) continue;
         hash_word(c, w, x);
