@@ -89,17 +89,21 @@ def built_worktree(rev: str) -> Iterator[Path]:
     work = Path(tempfile.mkdtemp())
     tree = work / "tree"
     try:
-        subprocess.run(
+        added = subprocess.run(
             ["git", "-C", str(REPO), "worktree", "add", "--detach", "--force", str(tree), rev],
-            check=True,
             capture_output=True,
+            text=True,
         )
-        subprocess.run(
+        if added.returncode != 0:
+            sys.exit(f"cannot check out {rev!r} (git worktree add): {added.stderr.strip()}")
+        built = subprocess.run(
             [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
             cwd=tree,
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if built.returncode != 0:
+            sys.exit(f"cannot build the C runtime of {rev!r}: {built.stderr.strip()[-2000:]}")
         yield tree
     finally:
         subprocess.run(

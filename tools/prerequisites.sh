@@ -47,4 +47,9 @@ if [ "$want_browser" = browser ] && [ ! -x /usr/bin/chromium ]; then
     missing "Chromium at /usr/bin/chromium, for the browser tests: apt-get install chromium"
 fi
 
+# tests/test_instructions_tool.py counts instructions with cachegrind (tools/instructions.py).
+if [ "$want_browser" = browser ] && ! command -v valgrind >/dev/null 2>&1; then
+    missing "valgrind, for the test of tools/instructions.py: apt-get install valgrind"
+fi
+
 exit "$missing"
