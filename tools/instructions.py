@@ -2,9 +2,10 @@
 older commit, side by side, with the records compared.
 
 A shared machine's seconds move by 10-40% from one minute to the next, and its speed from one
-day to the next (docs/WALKS.md), while cachegrind counts the same instructions on every run. The
-C runtime is bound by the instructions it executes (WALKS.md, "Instructions, not loads"), so
-the count is how a change to it is measured before it is timed:
+day to the next (docs/WALKS.md, "Counted, not timed"), while cachegrind counts the same
+instructions on every run. On a machine with a large L2 the C runtime is bound by the
+instructions it executes (WALKS.md, "Instructions, not loads"); on one with a small L2 its
+loads count as well. Either way the count is how a change is measured before it is timed:
 
     python tools/instructions.py [--rev REV] [--walk N] [--top K] TRACE RATIO
 
@@ -14,9 +15,10 @@ there in one process, keeping trajectories as the walk chooses) under
 a temporary worktree; default HEAD, so that uncommitted changes are measured), and prints the
 totals, their ratio, the K functions of the C runtime that executed the most, and whether the
 records are the same (a digest of every field but the wall time). Needs valgrind
-(`apt-get install valgrind`) and the DTR traces (DTR_LANDSCAPE_TRACES). Under cachegrind a run
-takes some 50 times its time: a fresh InceptionV4 run at 0.2005 about a minute, a walk of 40
-executions from there about four.
+(`apt-get install valgrind`), and for the DTR traces DTR_LANDSCAPE_TRACES (the shipped
+synthetic-mlp needs nothing). Under cachegrind a run takes some 50 times its time, and the two
+counts run at once: a fresh InceptionV4 run at 0.2005 takes about a minute, a walk of 40
+executions from there one to two.
 """
 
 from __future__ import annotations

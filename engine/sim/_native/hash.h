@@ -82,27 +82,12 @@ static int dirty_grow(Core *c) {
     return 0;
 }
 
-/* Arena word w changed in the open segment; old is its value before (kept at the first change
-   only: the segment's log keeps old ^ new when it closes, see encode_segment). */
-static inline __attribute__((always_inline)) void mark_dirty_word(Core *c, Py_ssize_t w,
-                                                              uint64_t old) {
-    uint64_t bit = (uint64_t)1 << (w & 63);
-    if (c->dirty[w >> 6] & bit) return;
-    c->dirty[w >> 6] |= bit;
-    if (c->dirty_list.len == c->dirty_list.cap && dirty_grow(c) < 0) {
-        c->dirty_failed = 1;
-        return;
-    }
-    c->dirty_old[c->dirty_list.len] = old;
-    c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
-}
-
-/* The open segment's marks held in locals by a loop that marks many words: mark_dirty_word
-   reloads the core's fields at every mark (the rows' stores may alias them for the compiler),
-   and computes the word's index from its address. A thrashing InceptionV4 walk marks some 4
-   words for each of a cascade's reverse rows kept in place, 17 instructions a mark
-   (cachegrind). Between marks_open and marks_close nothing else may mark: a call that might
-   closes them first and opens them again after. */
+/* The open segment's marks, held in locals by a loop that marks many words: marked through the
+   core (mark_dirty_word, mark_dirty), every mark reloads its fields (the rows' stores may alias
+   them for the compiler) and mark_dirty computes the word's index from its address. A
+   thrashing InceptionV4 walk marks some 4 words for each of a cascade's reverse rows kept in
+   place, 17 instructions a mark (cachegrind). Between marks_open and marks_close nothing else
+   may mark: a call that might closes them first and opens them again after. */
 typedef struct {
     uint64_t *dirty, *old;
     int32_t *items;
@@ -116,7 +101,7 @@ static inline Marks marks_open(const Core *c) {
 
 static inline void marks_close(Core *c, const Marks *m) { c->dirty_list.len = m->len; }
 
-/* mark_dirty_word's marks through m; old is word w's value before */
+/* Word w changed in the open segment, marked through m; old is its value before */
 static inline __attribute__((always_inline)) void marks_word(Core *c, Marks *m, Py_ssize_t w,
                                                          uint64_t old) {
     uint64_t bit = (uint64_t)1 << (w & 63), *d = &m->dirty[w >> 6];
@@ -132,6 +117,24 @@ static inline __attribute__((always_inline)) void marks_word(Core *c, Marks *m, 
     }
     m->old[m->len] = old;
     m->items[m->len++] = (int32_t)w;
+}
+
+/* Arena word w changed in the open segment; old is its value before (kept at the first change
+   only: the segment's log keeps old ^ new when it closes, see encode_segment). The steps of
+   marks_word, through the core's fields: a single mark reads them once either way, and going
+   through Marks cost a store of the list's length at every call (a walk of 40 executions from
+   InceptionV4's 0.2005: 37.39G -> 37.64G instructions). */
+static inline __attribute__((always_inline)) void mark_dirty_word(Core *c, Py_ssize_t w,
+                                                              uint64_t old) {
+    uint64_t bit = (uint64_t)1 << (w & 63);
+    if (c->dirty[w >> 6] & bit) return;
+    c->dirty[w >> 6] |= bit;
+    if (c->dirty_list.len == c->dirty_list.cap && dirty_grow(c) < 0) {
+        c->dirty_failed = 1;
+        return;
+    }
+    c->dirty_old[c->dirty_list.len] = old;
+    c->dirty_list.items[c->dirty_list.len++] = (int32_t)w;
 }
 
 /* The changed words marked so far belong to no segment (restore_snapshot, start_epoch). */
@@ -159,14 +162,6 @@ static inline void mark_dirty(Core *c, const void *p) {
         *p_ = v_;                                                                               \
     } while (0)
 
-/* Inlined everywhere (gcc kept it a call): most calls find the word unchanged, and a fresh
-   InceptionV4 run at 0.2005 takes 1.6 s instead of 1.8 s with it inlined. */
-static inline __attribute__((always_inline)) void put_word(Core *c, uint64_t *w, uint64_t v) {
-    if (*w == v) return;
-    if (c->tracking) mark_dirty(c, w);
-    *w = v;
-}
-
 /* put_word where the caller knows whether the run keeps a trajectory (a copy of its loop for
    each case) */
 static inline __attribute__((always_inline)) void put_word_as(Core *c, uint64_t *w, uint64_t v,
@@ -174,6 +169,12 @@ static inline __attribute__((always_inline)) void put_word_as(Core *c, uint64_t 
     if (*w == v) return;
     if (tracking) mark_dirty(c, w);
     *w = v;
+}
+
+/* Inlined everywhere (gcc kept it a call): most calls find the word unchanged, and a fresh
+   InceptionV4 run at 0.2005 takes 1.6 s instead of 1.8 s with it inlined. */
+static inline __attribute__((always_inline)) void put_word(Core *c, uint64_t *w, uint64_t v) {
+    put_word_as(c, w, v, c->tracking);
 }
 
 /* A block of rows (both of a storage's rows of one direction, row()) about to be rewritten
