@@ -404,17 +404,23 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
             for (int t = 0; t < n_tests; t++) /* a child out of memory in q's interior keeps it */
                 keep[tests[t].entry] |= tests[t].bit & -(uint64_t)(
                     (block[2 * tests[t].word] & tests[t].mask) != 0);
-            if (in0 & s_bit) {
-                total -= s_compute;
-                if (tracking) marks_word(c, &marks, q_at + 2 * s_word, in0);
-                sw[0] = in0 & ~s_bit;
-            }
+            const uint64_t in1 = in0 & ~s_bit;
             const uint64_t fr1 = (fr0 | s_bit) & ~(pw_bits[0] & ~keep[0]); /* 0: s's word */
             keep[0] = 0; /* (for the next base) */
-            if (fr1 != fr0) {
-                if (tracking) marks_word(c, &marks, q_at + 2 * s_word + 1, fr0);
-                sw[1] = fr1;
+            if (in1 != in0) total -= s_compute;
+            /* the two words' marks lie side by side in one word: a pair of row words begins at
+               an even word of the arena (build_arena aligns the tables to 64 bytes, and each
+               is an even number of words long) */
+            if (tracking) {
+                const Py_ssize_t w = q_at + 2 * s_word;
+                const uint64_t both = (uint64_t)3 << (w & 63);
+                if ((marks.dirty[w >> 6] & both) != both) {
+                    if (in1 != in0) marks_word(c, &marks, w, in0);
+                    if (fr1 != fr0) marks_word(c, &marks, w + 1, fr0);
+                }
             }
+            sw[0] = in1;
+            sw[1] = fr1;
             for (int j = 1; j < n_pw; j++) {
                 uint64_t *fw = block + 2 * pw_word[j] + 1, f = *fw;
                 uint64_t now = f & ~(pw_bits[j] & ~keep[j]);
