@@ -290,13 +290,14 @@ static inline int fresh_reverse(Core *c, LogMasks *m, int32_t q, const uint64_t 
    (most were made fresh together), s's parents and those parents' children that are not
    resident. Those are taken once (a bitset, word masks), and a base's tests become a few word
    ANDs: a thrashing run at 0.2005 spent 350 instructions a base in still_fresh and
-   shrink_reverse, 36% of the 15.9G it executed (cachegrind), and here some 240
+   shrink_reverse, 36% of the 15.9G it executed (cachegrind), and here some 230
    (docs/WALKS.md, "Instructions, not loads"). s's parents then leave a base's frontier a word
-   at a time, not one by one: 74% of them leave it on InceptionV4's thrashing walks, and with
-   their tests and marks one by one they took 5.9G of the 37.4G instructions of a walk of 40
-   executions from 0.2005 (this function 12,586M -> 10,683M). The same tests, and the same
-   words written with the same values, as still_fresh and shrink_reverse (which take the bases
-   these tables do not fit). */
+   at a time, not one by one: 74% of them leave it on InceptionV4's thrashing walks, and one by
+   one, with their tests and marks, they took 5.9G of the 37.4G instructions of a walk of 40
+   executions from 0.2005 (this function 12,586M -> 10,231M with the pair of marks below;
+   docs/WALKS.md, "A base's parents a word at a time"). The same tests, and the same words
+   written with the same values, as still_fresh and shrink_reverse (which take the bases these
+   tables do not fit). */
 #define ONE_PARENTS 64 /* note_parents marks up to 64 parents */
 #define ONE_NR 256     /* word masks of the parents' children that are not resident */
 #define ONE_NR_PARENT 16 /* of one parent's */
@@ -430,8 +431,8 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
                 *fw = now;
             }
         } else {
-            /* q a child of one of s's parents, which then stays on its frontier: parent by
-               parent */
+            /* q a child of one of s's parents (which then stays on its frontier), or a parent
+               with too many children out of memory for masks: parent by parent */
             if (in0 & s_bit) {
                 if (tracking) {
                     marks_word(c, &marks, q_at + 2 * s_word, in0);
