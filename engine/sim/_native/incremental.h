@@ -360,7 +360,7 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
             epoch = c->par_epoch;
             int32_t used = 0;
             pw_word[0] = s_word; /* entry 0: s's own word, whether or not a parent lies there */
-            pw_bits[0] = 0;
+            pw_bits[0] = keep[0] = 0;
             n_pw = 1;
             for (int32_t k = 0; noted && k < np; k++) {
                 int32_t p = ps[k], i = c->par_idx[p];
@@ -382,7 +382,6 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
                     tests[n_tests++] = (KeepTest){nr_bits[used - n + e], par[k].bit,
                                                   nr_word[used - n + e], j};
             }
-            keep[0] = 0;
         }
         if (!noted || !a->material[q]) {
             if (tracking) marks_close(c, &marks);
@@ -393,7 +392,7 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
         int64_t total = a->rev_sum[q];
         uint64_t *sw = block + 2 * s_word;
         const uint64_t in0 = sw[0], fr0 = sw[1];
-        uint64_t resident;
+        uint64_t resident; /* s's parents that q is a child of (note_parents' marks) */
         if (!((in0 | fr0) & s_bit)) {
             /* s neither in q's interior nor on its frontier: nothing changes */
         } else if (!(resident = c->res_stamp[q] == epoch ? c->res_mask[q] : 0) && !listed) {
