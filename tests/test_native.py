@@ -168,7 +168,7 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         {"shared_search": False, "incremental": False},
         {"shared_rows": "auto", "incremental": False},
     ]
-    widest = {}
+    widest, splits_abandoned = {}, {}
     for name, ratio in (
         ("resnet32", 0.101),
         ("unet", 0.433),
@@ -195,14 +195,19 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         # from scratch in the others: the same rows (the states above are equal)
         assert all(s["incremental_searches"] > 0 for s in stats[:4]), name
         assert all(s["incremental_searches"] == s["fresh_absorbs"] == 0 for s in stats[4:]), name
-        # and new storages' forward rows derived from a parent's in the first four (regions.h)
+        # and new storages' forward rows derived from a parent's in the first four (regions.h),
+        # also where the parent reaches storages without the new one (split_off), and past
+        # split_off's limit searched instead
         assert all(s["derived_searches"] > 0 for s in stats[:4]), name
+        assert all(s["split_derivations"] > 0 for s in stats[:4]), name
         assert all(s["derived_searches"] == 0 for s in stats[4:]), name
+        splits_abandoned[name] = auto["splits_abandoned"]
         assert swept["sweep_passes"] == labels["sweep_passes"] >= auto["sweep_passes"], name
     # the widths the points reach: one word (the LSTM), several, and all eight (InceptionV4's
     # passes fill a sweep of 512); the 64- and 192-base ways cut the wider passes in several
     assert widest["lstm"] <= 64 < widest["unet"] and widest["densenet121"] > 320, widest
     assert widest["inceptionv4"] == 512, widest
+    assert splits_abandoned["inceptionv4"] > 0, splits_abandoned
     with pytest.raises(ValueError, match="sweep_words must be 1 to 8"):
         NativeSimulation(program, 1, make_policy("DTR"), sweep_words=9)
     with pytest.raises(

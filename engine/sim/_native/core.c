@@ -97,7 +97,8 @@ static void Core_dealloc(Core *c) {
                      c->op_args_off, c->op_args, c->tensor_storage, c->tensor_op, c->step_kind,
                      c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
-                     c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->log_bits,
+                     c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->split_out,
+                     c->split_next, c->log_bits,
                      c->log_words, c->stack,
                      c->cover.items, c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
                      c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
@@ -430,6 +431,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->scratch_d = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->word_list = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
     c->word_compute = (int64_t *)PyMem_Calloc(c->words, sizeof(int64_t));
+    c->split_out = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->split_next = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->log_bits = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->log_words = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
     c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -477,7 +480,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         }
     }
     const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
-                                c->word_compute, c->log_bits, c->log_words, c->stack,
+                                c->word_compute, c->split_out, c->split_next, c->log_bits, c->log_words, c->stack,
                                 c->dfs_node, c->dfs_edge, c->bases,
                                 c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
@@ -636,9 +639,11 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "incremental_searches", (long long)c->incremental_searches,
         "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
-    PyObject *epochs = Py_BuildValue("{sLsLsL}", "untracked_runs", (long long)c->untracked_runs,
-                                     "epochs_started", (long long)c->epochs_started,
-                                     "derived_searches", (long long)c->derived_searches);
+    PyObject *epochs = Py_BuildValue(
+        "{sLsLsLsLsL}", "untracked_runs", (long long)c->untracked_runs, "epochs_started",
+        (long long)c->epochs_started, "derived_searches", (long long)c->derived_searches,
+        "split_derivations", (long long)c->split_derivations, "splits_abandoned",
+        (long long)c->splits_abandoned);
     if (!epochs || PyDict_Update(d, epochs) < 0) {
         Py_XDECREF(epochs);
         Py_DECREF(d);

@@ -167,6 +167,8 @@ typedef struct {
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *word_list; /* absorb_into: the words an evicted storage's rows have bits in */
     int64_t *word_compute; /* absorb_into: the compute each of those words adds */
+    uint64_t *split_out, *split_next; /* derive_forward: the storages s does not reach, and the
+                                         next to decide (zero between its calls) */
     uint64_t *log_bits; /* fresh_reverse: the log's storages since a row was fresh (zero between
                            shrink_fresh_one's and absorb_into's calls) */
     int32_t *log_words; /* and the words they lie in */
@@ -220,6 +222,8 @@ typedef struct {
     int incremental; /* 0: every reverse search from scratch (a test switch) */
     uint64_t *verify_rows; /* with verify_hash: a fresh search's rows, to compare */
     int64_t incremental_searches, fresh_absorbs, derived_searches;
+    int64_t split_derivations, splits_abandoned; /* derive_forward: with storages s does not
+                                                    reach; a parent's given up (SPLIT_MAX) */
     Vec32 cover;       /* TwoPhase's candidates */
     Vec32 order, news; /* compute_op's outputs and their new storages */
     double time_limit; /* seconds; 0 = none */
