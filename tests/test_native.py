@@ -196,10 +196,12 @@ def test_shared_searches_equal_plain_ones(traces_dir: Path) -> None:
         assert all(s["incremental_searches"] > 0 for s in stats[:4]), name
         assert all(s["incremental_searches"] == s["fresh_absorbs"] == 0 for s in stats[4:]), name
         # and new storages' forward rows derived from a parent's in the first four (regions.h),
-        # also where the parent reaches storages without the new one (split_off), and past
-        # split_off's limit searched instead
+        # also where the parent reaches storages without the new one (split_interior), and
+        # past its limit searched instead; their parents' forward rows cut where the new
+        # storage stops them (cut_forward), and past its limit searched
         assert all(s["derived_searches"] > 0 for s in stats[:4]), name
         assert all(s["split_derivations"] > 0 for s in stats[:4]), name
+        assert all(s["cut_derivations"] > 0 and s["cuts_abandoned"] > 0 for s in stats[:4]), name
         assert all(s["derived_searches"] == 0 for s in stats[4:]), name
         splits_abandoned[name] = auto["splits_abandoned"]
         assert swept["sweep_passes"] == labels["sweep_passes"] >= auto["sweep_passes"], name

@@ -387,6 +387,7 @@ def test_walks_keep_reverse_rows_fresh_exactly(
     records, stats = _walk(trace, int(ratio * base.peak), "DTR", traces=traces_dir, steps=steps)
     assert stats["incremental_searches"] > 0 and stats["fresh_absorbs"] > 0
     assert stats["derived_searches"] > 0 and stats["split_derivations"] > 0
+    assert stats["cut_derivations"] > 0
     assert stats["points_resumed"] > 0  # resumed runs, whose restored states start the log afresh
     for record in records:
         fresh = native.NativeSimulation(

@@ -640,10 +640,11 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
     PyObject *epochs = Py_BuildValue(
-        "{sLsLsLsLsL}", "untracked_runs", (long long)c->untracked_runs, "epochs_started",
+        "{sLsLsLsLsLsLsL}", "untracked_runs", (long long)c->untracked_runs, "epochs_started",
         (long long)c->epochs_started, "derived_searches", (long long)c->derived_searches,
         "split_derivations", (long long)c->split_derivations, "splits_abandoned",
-        (long long)c->splits_abandoned);
+        (long long)c->splits_abandoned, "cut_derivations", (long long)c->cut_derivations,
+        "cuts_abandoned", (long long)c->cuts_abandoned);
     if (!epochs || PyDict_Update(d, epochs) < 0) {
         Py_XDECREF(epochs);
         Py_DECREF(d);

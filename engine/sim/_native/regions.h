@@ -77,24 +77,30 @@ static int search_all(Core *c, const int32_t *bases, Py_ssize_t nb, int forward)
     return 0;
 }
 
-/* The storages of p's forward interior (p_int) that s does not reach, s in it, into
-   c->split_out (words lo..hi), with their compute: -1 when more than SPLIT_MAX (a search from s
-   is then as cheap). A storage of the interior that s does not reach is reached from p through
-   such storages only (one of them on its path from p, and s reaches the rest of the path too),
-   and none of its parents is s or an interior storage that s reaches. So they are decided from
-   p's children, in the order of their ids (a topological order: every parent of a storage is
-   decided before it), each by its parents. */
-#define SPLIT_MAX 256
-static int split_off(Core *c, int32_t p, int32_t s, const uint64_t *p_int, int64_t *compute,
-                     int32_t *lo_out, int32_t *hi_out) {
+/* Where a computation's new storage s leaves a forward interior it was in: the part of the
+   interior (`interior`, fresh before s was computed) that is decided by which way it is
+   reached, into c->split_out (words lo..hi), with its compute; -1 when more than `limit`.
+   Two questions, one walk:
+   - split (from p, reject s): the storages of p's interior that s does not reach, for s's own
+     rows (derive_forward);
+   - cut (from s, reject q): the storages of q's interior that q reaches only through s, for
+     the rows of s's parent q (cut_forward).
+   Each is reached from `from` through storages of its own kind only (a path through another
+   storage of the interior would make it the other kind), and none of its parents is `reject`
+   or an interior storage of the other kind. So they are decided from from's children, in the
+   order of their ids (a topological order: every parent of a storage is decided before it),
+   each by its parents. s itself is never one. */
+static int split_interior(Core *c, int32_t from, int32_t reject, int32_t s,
+                          const uint64_t *interior, int limit, int64_t *compute, int32_t *lo_out,
+                          int32_t *hi_out) {
     Arrays *a = &c->a;
     uint64_t *out = c->split_out, *next = c->split_next;
     int32_t lo = (int32_t)c->words, hi = -1, out_lo = lo, out_hi = -1, n = 0;
     int64_t total = 0;
-    const int32_t *ch = c->ch_items + c->ch_off[p];
-    for (int32_t j = 0; j < a->ch_len[p]; j++) {
+    const int32_t *ch = c->ch_items + c->ch_off[from];
+    for (int32_t j = 0; j < a->ch_len[from]; j++) {
         int32_t v = ch[j];
-        if (v == s || !row_test(p_int, v)) continue;
+        if (v == s || !row_test(interior, v)) continue;
         set_bit(next, v);
         if (v >> 6 < lo) lo = v >> 6;
         if (v >> 6 > hi) hi = v >> 6;
@@ -104,16 +110,16 @@ static int split_off(Core *c, int32_t p, int32_t s, const uint64_t *p_int, int64
             int32_t v = (w << 6) + __builtin_ctzll(next[w]);
             next[w] &= next[w] - 1;
             const int32_t *ps = c->pa_items + c->pa_off[v];
-            int reached = 0;
-            for (int32_t k = 0; k < a->pa_len[v] && !reached; k++) {
+            int other = 0;
+            for (int32_t k = 0; k < a->pa_len[v] && !other; k++) {
                 int32_t u = ps[k];
-                reached = u == s || (row_test(p_int, u) && !test_bit(out, u));
+                other = u == reject ||
+                        (u != from && row_test(interior, u) && !test_bit(out, u));
             }
-            if (reached) continue;
-            if (++n > SPLIT_MAX) {
+            if (other) continue;
+            if (++n > limit) {
                 for (int32_t x = w; x <= hi; x++) next[x] = 0;
                 for (int32_t x = out_lo; x <= out_hi; x++) out[x] = 0;
-                c->splits_abandoned++;
                 return -1;
             }
             set_bit(out, v);
@@ -123,7 +129,7 @@ static int split_off(Core *c, int32_t p, int32_t s, const uint64_t *p_int, int64
             const int32_t *vc = c->ch_items + c->ch_off[v];
             for (int32_t j = 0; j < a->ch_len[v]; j++) {
                 int32_t x = vc[j];
-                if (x == s || !row_test(p_int, x)) continue;
+                if (x == s || !row_test(interior, x)) continue;
                 set_bit(next, x);
                 if (x >> 6 > hi) hi = x >> 6;
             }
@@ -135,9 +141,9 @@ static int split_off(Core *c, int32_t p, int32_t s, const uint64_t *p_int, int64
     return n;
 }
 
-/* derive_forward: v's resident children leave s's frontier unless s or s's interior has them
-   as a child. */
-static inline void keep_frontier(Core *c, int32_t s, int32_t v, const uint64_t *interior,
+/* v's resident children leave a frontier (the base's) unless the base (`keeper`: s for its
+   own rows, q for those of s's parent q) or the base's interior has them as a child. */
+static inline void keep_frontier(Core *c, int32_t keeper, int32_t v, const uint64_t *interior,
                                  uint64_t *frontier) {
     Arrays *a = &c->a;
     const int32_t *ch = c->ch_items + c->ch_off[v];
@@ -147,8 +153,23 @@ static inline void keep_frontier(Core *c, int32_t s, int32_t v, const uint64_t *
         const int32_t *rp = c->pa_items + c->pa_off[r];
         int kept = 0;
         for (int32_t k = 0; k < a->pa_len[r] && !kept; k++)
-            kept = rp[k] == s || row_test(interior, rp[k]);
+            kept = rp[k] == keeper || row_test(interior, rp[k]);
         if (!kept) row_clear(frontier, r);
+    }
+}
+
+/* The interior words lo..hi less split_interior's storages (c->split_out, cleared here), and
+   the resident children of `from` and of those storages kept on the frontier only where the
+   base `keeper` or its new interior has them as a child. */
+static void split_rows(Core *c, int32_t keeper, int32_t from, uint64_t *interior,
+                       uint64_t *frontier, int32_t lo, int32_t hi) {
+    uint64_t *out = c->split_out;
+    for (int32_t w = lo; w <= hi; w++) interior[2 * w] &= ~out[w];
+    keep_frontier(c, keeper, from, interior, frontier);
+    for (int32_t w = lo; w <= hi; w++) {
+        for (uint64_t word = out[w]; word; word &= word - 1)
+            keep_frontier(c, keeper, (w << 6) + __builtin_ctzll(word), interior, frontier);
+        out[w] = 0;
     }
 }
 
@@ -156,12 +177,13 @@ static inline void keep_frontier(Core *c, int32_t s, int32_t v, const uint64_t *
    each rebuilt storage s is an argument of the next, and its parent p (the previous one) had
    its forward rows made by a fresh search when it was computed. Where nothing those rows read
    changed since (incremental.h's log, up to s's own entry), p's interior was s, what s
-   reaches, and the storages p reaches without s (split_off: on InceptionV4's thrashing walks
-   3.8 on average where p has another child in its interior, against the 636 s reaches). So s's
-   interior is p's less s and those, its compute p's less theirs, and its frontier p's less
-   the resident children of p and of those storages that neither s nor its interior has as a
-   child. That is a fresh search's result, word for word (with verify_hash compared with one).
-   0: no parent qualifies (search instead); -1: an error. */
+   reaches, and the storages p reaches without s (split_interior: on InceptionV4's thrashing
+   walks 3.8 on average where p has another child in its interior, against the 636 s reaches).
+   So s's interior is p's less s and those, its compute p's less theirs, and its frontier p's
+   less the resident children of p and of those storages that neither s nor its interior has
+   as a child. That is a fresh search's result, word for word (with verify_hash compared with
+   one). 0: no parent qualifies (search instead); -1: an error. */
+#define SPLIT_MAX 256 /* beyond, a search from s is as cheap */
 static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
     Arrays *a = &c->a;
     int32_t p = -1, lo = 0, hi = -1, split = 0;
@@ -171,23 +193,16 @@ static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
         int32_t q = ps[k];
         const uint64_t *q_int = row(c, a->fwd_int, q);
         if (!row_test(q_int, s) || !fresh_rows(c, q, mark, 1)) continue;
-        if ((split = split_off(c, q, s, q_int, &split_compute, &lo, &hi)) >= 0) p = q;
+        split = split_interior(c, q, s, s, q_int, SPLIT_MAX, &split_compute, &lo, &hi);
+        if (split >= 0) p = q;
+        else c->splits_abandoned++;
     }
     if (p < 0) return 0;
     uint64_t *interior = row(c, a->fwd_int, s), *frontier = row(c, a->fwd_fr, s);
-    uint64_t *out = c->split_out;
     row_begin(c, interior); /* the block of both rows */
     memcpy(interior, row(c, a->fwd_int, p), sizeof(uint64_t) * 2 * c->words);
     row_clear(interior, s);
-    for (int32_t w = lo; w <= hi; w++) interior[2 * w] &= ~out[w];
-    /* the resident children of p and of the storages s does not reach stay on the frontier
-       while s or its interior has them as a child */
-    keep_frontier(c, s, p, interior, frontier);
-    for (int32_t w = lo; w <= hi; w++) {
-        for (uint64_t word = out[w]; word; word &= word - 1)
-            keep_frontier(c, s, (w << 6) + __builtin_ctzll(word), interior, frontier);
-        out[w] = 0;
-    }
+    split_rows(c, s, p, interior, frontier, lo, hi);
     row_end(c, interior);
     PUT(c, a->fwd_sum[s], a->fwd_sum[p] - a->compute[s] - split_compute);
     mark_fresh(c, s, 1);
@@ -195,6 +210,46 @@ static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
     c->derived_searches++;
     if (split > 0) c->split_derivations++;
     if (c->verify_hash && check_fresh(c, s, 1) < 0) return -1;
+    return 1;
+}
+
+/* The forward rows of q, a parent of the new storage s, cut where s now stops them instead of
+   searched again. q's interior held s, what q reaches only through s (split_interior's cut),
+   and the rest, which q still reaches: q's interior less s and the cut, its compute less
+   theirs, s on its frontier, and the resident children of s and of the cut kept on it only
+   where q or its new interior has them as a child. On InceptionV4's thrashing walks the cut is
+   at most 16 storages for 13% of s's parents, whose searches would visit some 500 each; for
+   most it is hundreds (a branch that no other path joins), more than the search visits, so
+   the walk stops at CUT_MAX. 1: done; 0: search instead; -1: an error. */
+#define CUT_MAX 16
+static int cut_forward(Core *c, int32_t q, int32_t s, Py_ssize_t mark) {
+    Arrays *a = &c->a;
+    uint64_t *interior = row(c, a->fwd_int, q), *frontier = row(c, a->fwd_fr, q);
+    if (!row_test(interior, s)) return 0;
+    /* where s is q's only child in its interior, q reaches all of it through s: the cut is
+       all of it, and the search visits q alone */
+    const int32_t *ch = c->ch_items + c->ch_off[q];
+    int other = 0;
+    for (int32_t j = 0; j < a->ch_len[q] && !other; j++)
+        other = ch[j] != s && row_test(interior, ch[j]);
+    if (!other || !fresh_rows(c, q, mark, 1)) return 0;
+    int32_t lo, hi;
+    int64_t cut_compute;
+    if (split_interior(c, s, q, s, interior, CUT_MAX, &cut_compute, &lo, &hi) < 0) {
+        c->cuts_abandoned++;
+        return 0;
+    }
+    row_begin(c, interior); /* the block of both rows */
+    row_clear(interior, s);
+    row_set(frontier, s);
+    split_rows(c, q, s, interior, frontier, lo, hi);
+    row_end(c, interior);
+    PUT(c, a->fwd_sum[q], a->fwd_sum[q] - a->compute[s] - cut_compute);
+    mark_fresh(c, q, 1);
+    c->searches++;
+    c->derived_searches++;
+    c->cut_derivations++;
+    if (c->verify_hash && check_fresh(c, q, 1) < 0) return -1;
     return 1;
 }
 
@@ -234,6 +289,16 @@ static int after_compute(Core *c, const int32_t *storages, int count) {
                 bases[nb] = s;
                 nb += !pinned[s];
             }
+        }
+        if (pass == 0 && count == 1 && c->incremental && c->topological) {
+            /* (s's parents: its reverse frontier, s's own parents all resident) */
+            Py_ssize_t left = 0;
+            for (Py_ssize_t b = 0; b < nb; b++) {
+                int r = cut_forward(c, bases[b], storages[0], c->changes_mark);
+                if (r < 0) return -1;
+                if (!r) bases[left++] = bases[b];
+            }
+            nb = left;
         }
         if (pass == 1) {
             nb = shrink_fresh_bases(c, bases, nb, storages, count, c->changes_mark);

@@ -224,6 +224,7 @@ typedef struct {
     int64_t incremental_searches, fresh_absorbs, derived_searches;
     int64_t split_derivations, splits_abandoned; /* derive_forward: with storages s does not
                                                     reach; a parent's given up (SPLIT_MAX) */
+    int64_t cut_derivations, cuts_abandoned; /* cut_forward: done; given up (CUT_MAX) */
     Vec32 cover;       /* TwoPhase's candidates */
     Vec32 order, news; /* compute_op's outputs and their new storages */
     double time_limit; /* seconds; 0 = none */
