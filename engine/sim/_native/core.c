@@ -99,7 +99,7 @@ static void Core_dealloc(Core *c) {
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
                      c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->split_out,
                      c->split_next, c->log_bits,
-                     c->log_words, c->stack,
+                     c->log_words, c->unpinned, c->stack,
                      c->cover.items, c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
                      c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
                      c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items, c->news.items,
@@ -435,6 +435,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->split_next = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->log_bits = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->log_words = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
+    c->unpinned = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -480,7 +481,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
         }
     }
     const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
-                                c->word_compute, c->split_out, c->split_next, c->log_bits, c->log_words, c->stack,
+                                c->word_compute, c->split_out, c->split_next, c->log_bits,
+                                c->log_words, c->unpinned, c->stack,
                                 c->dfs_node, c->dfs_edge, c->bases,
                                 c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
@@ -492,6 +494,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             PyErr_NoMemory();
             return -1;
         }
+    unpinned_rebuild(c);
     if (events) {
         c->ev.op_max_pinned = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
         c->ev.op_max_depth = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));

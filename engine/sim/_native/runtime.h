@@ -260,6 +260,7 @@ static int finish_step(Core *c) {
         if (!a->pinned[s]) {
             lock(c, s);
             PUT(c, a->pinned[s], 1);
+            clear_bit(c->unpinned, s);
         }
     }
     return 0;

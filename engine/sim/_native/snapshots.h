@@ -135,6 +135,7 @@ static int restore_snapshot(Core *c) {
     PyMem_Free(snap->dirty);
     PyMem_Free(snap->dirty_old);
     c->n_snaps--;
+    unpinned_rebuild(c);
     return 0;
 }
 

@@ -172,6 +172,11 @@ typedef struct {
     uint64_t *log_bits; /* fresh_reverse: the log's storages since a row was fresh (zero between
                            shrink_fresh_one's and absorb_into's calls) */
     int32_t *log_words; /* and the words they lie in */
+    /* The storages not pinned, as bits: the arena's pinned flags, for the loops over a row's
+       bits that skip pinned storages (half the bits of the rows after_compute and absorb_into
+       go through on InceptionV4's thrashing walks). Not in the arena: made again wherever the
+       arena changes but by the run's own steps (unpinned_rebuild). */
+    uint64_t *unpinned;
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
        from u through evicted ones (u included) and the resident ones bordering them, per
@@ -329,6 +334,18 @@ static inline void row_clear(uint64_t *r, Py_ssize_t i) {
 static inline int block_has(const uint64_t *block, Py_ssize_t i) {
     const uint64_t *w = block + 2 * (i >> 6);
     return ((w[0] | w[1]) >> (i & 63)) & 1;
+}
+
+/* c->unpinned from the arena's pinned flags (a storage, once pinned, stays pinned in a run,
+   but a restore or a jump may take the arena back to before its pin). */
+static inline void unpinned_rebuild(Core *c) {
+    const uint8_t *pinned = c->a.pinned;
+    for (Py_ssize_t w = 0; w < c->words; w++) {
+        uint64_t bits = 0;
+        for (Py_ssize_t i = w << 6, end = i + 64 < c->n ? i + 64 : c->n; i < end; i++)
+            bits |= (uint64_t)!pinned[i] << (i & 63);
+        c->unpinned[w] = bits;
+    }
 }
 
 /* Frame levels from `level` up may be written (see fr_low). */

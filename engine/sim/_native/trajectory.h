@@ -381,6 +381,7 @@ static void take_segment(Scalars *o, const Point *g) {
 static int point_state(Core *c, Py_ssize_t at) {
     Scalars *s = &c->s;
     forget_fresh(c);
+    unpinned_rebuild(c);
     if (load_stack(c, at) < 0) return -1;
     const Point *g = &c->pts[at];
     s->fs_top = g->fs_top;
