@@ -173,6 +173,16 @@ static void split_rows(Core *c, int32_t keeper, int32_t from, uint64_t *interior
     }
 }
 
+/* The end of a derivation of base's forward rows: their compute, the rows fresh, the counts,
+   and with verify_hash the rows compared with a fresh search. 1, or -1: an error. */
+static int derived(Core *c, int32_t base, int64_t compute) {
+    PUT(c, c->a.fwd_sum[base], compute);
+    mark_fresh(c, base, 1);
+    c->searches++;
+    c->derived_searches++;
+    return c->verify_hash && check_fresh(c, base, 1) < 0 ? -1 : 1;
+}
+
 /* A new storage's own forward rows, derived from a parent's instead of searched. In a cascade
    each rebuilt storage s is an argument of the next, and its parent p (the previous one) had
    its forward rows made by a fresh search when it was computed. Where nothing those rows read
@@ -204,13 +214,8 @@ static int derive_forward(Core *c, int32_t s, Py_ssize_t mark) {
     row_clear(interior, s);
     split_rows(c, s, p, interior, frontier, lo, hi);
     row_end(c, interior);
-    PUT(c, a->fwd_sum[s], a->fwd_sum[p] - a->compute[s] - split_compute);
-    mark_fresh(c, s, 1);
-    c->searches++;
-    c->derived_searches++;
     if (split > 0) c->split_derivations++;
-    if (c->verify_hash && check_fresh(c, s, 1) < 0) return -1;
-    return 1;
+    return derived(c, s, a->fwd_sum[p] - a->compute[s] - split_compute);
 }
 
 /* The forward rows of q, a parent of the new storage s, cut where s now stops them instead of
@@ -244,13 +249,8 @@ static int cut_forward(Core *c, int32_t q, int32_t s, Py_ssize_t mark) {
     row_set(frontier, s);
     split_rows(c, q, s, interior, frontier, lo, hi);
     row_end(c, interior);
-    PUT(c, a->fwd_sum[q], a->fwd_sum[q] - a->compute[s] - cut_compute);
-    mark_fresh(c, q, 1);
-    c->searches++;
-    c->derived_searches++;
     c->cut_derivations++;
-    if (c->verify_hash && check_fresh(c, q, 1) < 0) return -1;
-    return 1;
+    return derived(c, q, a->fwd_sum[q] - a->compute[s] - cut_compute);
 }
 
 static int after_compute(Core *c, const int32_t *storages, int count) {

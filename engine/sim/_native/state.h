@@ -167,8 +167,8 @@ typedef struct {
     uint64_t *scratch_a, *scratch_b, *scratch_d;
     int32_t *word_list; /* absorb_into: the words an evicted storage's rows have bits in */
     int64_t *word_compute; /* absorb_into: the compute each of those words adds */
-    uint64_t *split_out, *split_next; /* derive_forward: the storages s does not reach, and the
-                                         next to decide (zero between its calls) */
+    uint64_t *split_out, *split_next; /* split_interior: the storages it answers, and the next
+                                         to decide (zero between its calls) */
     uint64_t *log_bits; /* fresh_reverse: the log's storages since a row was fresh (zero between
                            shrink_fresh_one's and absorb_into's calls) */
     int32_t *log_words; /* and the words they lie in */
