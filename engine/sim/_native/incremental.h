@@ -315,77 +315,147 @@ typedef struct {
     int32_t word, entry;
 } KeepTest;
 
-static inline __attribute__((always_inline)) Py_ssize_t
-shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_t mark,
-                    const int tracking) {
-    Arrays *a = &c->a;
-    const Py_ssize_t block_words = 2 * c->words;
-    uint64_t *const rows = a->rev_int;
-    const int32_t s_word = s >> 6;
-    const uint64_t s_bit = (uint64_t)1 << (s & 63);
-    const int64_t s_compute = a->compute[s];
-    const int32_t *ps = c->pa_items + c->pa_off[s];
-    const int32_t np = a->pa_len[s];
-    const int64_t fresh_at = (int64_t)c->n_changes + 1; /* mark_fresh's */
-    LogMasks log = {.from = -2, .n = 0};
-    int noted = -1; /* note_parents' answer, once a base needs it */
-    int64_t epoch = 0;
+/* What the bases of one computation share, made when the first base with fresh rows needs it. */
+typedef struct {
+    int32_t s, s_word, np;
+    uint64_t s_bit;
+    int64_t s_compute;
+    const int32_t *ps;  /* s's parents */
+    int noted;          /* note_parents' answer */
+    int64_t epoch;      /* its marks' */
+    int listed;         /* a parent with too many children out of memory for masks */
     OneParent par[ONE_PARENTS];
     /* The frontier words that s's parents lie in, one entry each (s's own word first): the
        parents' bits there, which leave a base's frontier unless its interior keeps them
        (keep, per base; the tests say which), and which leave it all. */
+    int n_pw, n_tests;
     int32_t pw_word[ONE_PARENTS + 1];
     uint64_t pw_bits[ONE_PARENTS + 1], keep[ONE_PARENTS + 1];
     KeepTest tests[ONE_NR];
-    int n_pw = 0, n_tests = 0;
-    int listed = 0; /* a parent with too many children out of memory for masks */
     int32_t nr_word[ONE_NR];
     uint64_t nr_bits[ONE_NR];
-    Py_ssize_t left = 0;
+} OneTables;
+
+static void one_tables(Core *c, OneTables *t) {
+    const int32_t np = t->np;
+    t->noted = np <= ONE_PARENTS && note_parents(c, &t->s, 1);
+    t->epoch = c->par_epoch;
+    t->listed = 0;
+    int32_t used = 0;
+    t->pw_word[0] = t->s_word; /* entry 0: s's own word, whether or not a parent lies there */
+    t->pw_bits[0] = t->keep[0] = 0;
+    t->n_pw = 1;
+    t->n_tests = 0;
+    for (int32_t k = 0; t->noted && k < np; k++) {
+        int32_t p = t->ps[k], i = c->par_idx[p];
+        int n = word_masks(c->nr_items + c->nr_off[i], c->nr_off[i + 1] - c->nr_off[i],
+                           t->nr_word + used, t->nr_bits + used,
+                           ONE_NR - used < ONE_NR_PARENT ? ONE_NR - used : ONE_NR_PARENT);
+        t->par[k] = (OneParent){(uint64_t)1 << (p & 63), p >> 6, i, used, n};
+        if (n > 0) used += n; /* n < 0: keeps_parent reads the list */
+        int j = 0;
+        while (j < t->n_pw && t->pw_word[j] != p >> 6) j++;
+        if (j == t->n_pw) {
+            t->pw_word[t->n_pw] = p >> 6;
+            t->pw_bits[t->n_pw] = t->keep[t->n_pw] = 0;
+            t->n_pw++;
+        }
+        t->pw_bits[j] |= t->par[k].bit;
+        if (n < 0) t->listed = 1; /* keeps_parent reads its list */
+        for (int e = 0; e < n; e++) /* (the masks of parent k are used - n .. used) */
+            t->tests[t->n_tests++] = (KeepTest){t->nr_bits[used - n + e], t->par[k].bit,
+                                                t->nr_word[used - n + e], j};
+    }
+}
+
+/* q a child of one of s's parents (which then stays on its frontier), or a parent with too
+   many children out of memory for masks: parent by parent. Rare (InceptionV4's walk of 40
+   executions from 0.2005: 28,599 of 44.1M bases). Returns the compute that left q's interior. */
+static __attribute__((noinline)) int64_t
+shrink_one_by_parent(Core *c, const OneTables *t, Marks *marks, int tracking, uint64_t *block,
+                     Py_ssize_t q_at, int32_t q, uint64_t resident) {
+    uint64_t *sw = block + 2 * t->s_word;
+    const uint64_t in0 = sw[0], fr0 = sw[1];
+    int64_t left = 0;
+    if (in0 & t->s_bit) {
+        if (tracking) {
+            marks_word(c, marks, q_at + 2 * t->s_word, in0);
+            if (!(fr0 & t->s_bit)) marks_word(c, marks, q_at + 2 * t->s_word + 1, fr0);
+        }
+        sw[0] = in0 & ~t->s_bit;
+        sw[1] = fr0 | t->s_bit;
+        left = t->s_compute;
+    }
+    for (int32_t k = 0; k < t->np; k++) {
+        const OneParent *pp = &t->par[k];
+        uint64_t *fw = block + 2 * pp->word + 1, f = *fw;
+        if (!(f & pp->bit) || (resident >> pp->idx & 1)) continue;
+        int kept;
+        if (pp->nr_n < 0) {
+            kept = keeps_parent(c, t->ps[k], q, block, 1);
+        } else {
+            kept = 0;
+            for (int32_t j = pp->nr_from, end = j + pp->nr_n; j < end && !kept; j++)
+                kept = (block[2 * t->nr_word[j]] & t->nr_bits[j]) != 0;
+        }
+        if (kept) continue;
+        if (tracking) marks_word(c, marks, q_at + 2 * pp->word + 1, f);
+        *fw = f & ~pp->bit;
+    }
+    return left;
+}
+
+/* The bases from bases[b] on, once the tables are made. NPW and NT > 0: a copy for that many
+   frontier words and tests (a computation's bases share them; on InceptionV4's thrashing
+   walks 1-3 words and up to 4 tests, padded to an even count, are 97% of the bases), with the
+   tests' masks and the words' keep bits in locals instead of the tables' arrays; 0: any. */
+#define ONE_NPW 3 /* the largest copy's */
+#define ONE_NT 4
+static inline __attribute__((always_inline)) Py_ssize_t
+shrink_one_loop(Core *c, OneTables *t, LogMasks *log, int32_t *bases, Py_ssize_t b,
+                Py_ssize_t nb, Py_ssize_t left, Py_ssize_t mark, const int NPW, const int NT,
+                const int tracking) {
+    Arrays *a = &c->a;
+    const Py_ssize_t block_words = 2 * c->words;
+    uint64_t *const rows = a->rev_int;
+    const int32_t s_word = t->s_word;
+    const uint64_t s_bit = t->s_bit;
+    const int64_t s_compute = t->s_compute, epoch = t->epoch;
+    const int64_t fresh_at = (int64_t)c->n_changes + 1; /* mark_fresh's */
+    const int listed = NPW ? 0 : t->listed;
+    /* the specialized copies' tables: test i's word (as a block offset), mask, and the bit it
+       keeps in each frontier word (0 in the words it is not for); each word's offset and bits */
+    Py_ssize_t tw[ONE_NT], pwo[ONE_NPW];
+    uint64_t tm[ONE_NT], tb[ONE_NT][ONE_NPW], pwb[ONE_NPW];
+    if (NPW) {
+        for (int i = 0; i < NT; i++) {
+            const int pad = i >= t->n_tests; /* a test that keeps nothing */
+            tw[i] = pad ? 0 : 2 * (Py_ssize_t)t->tests[i].word;
+            tm[i] = pad ? 0 : t->tests[i].mask;
+            for (int j = 0; j < NPW; j++)
+                tb[i][j] = !pad && t->tests[i].entry == j ? t->tests[i].bit : 0;
+        }
+        for (int j = 0; j < NPW; j++) {
+            pwo[j] = 2 * (Py_ssize_t)t->pw_word[j] + 1;
+            pwb[j] = t->pw_bits[j];
+        }
+    }
     int64_t shrunk = 0;
     /* arena word indexes of the first block and sum (marks by index, not by address) */
     const Py_ssize_t rows_at = ((const char *)rows - c->arena) >> 3;
     const Py_ssize_t sums_at = ((const char *)a->rev_sum - c->arena) >> 3;
     Marks marks = tracking ? marks_open(c) : (Marks){0};
-    for (Py_ssize_t b = 0; b < nb; b++) {
+    for (; b < nb; b++) {
         int32_t q = bases[b];
         uint64_t *block = rows + q * block_words; /* interior words at [2w], frontier at [2w+1] */
         const Py_ssize_t q_at = rows_at + q * block_words;
-        if (!fresh_reverse(c, &log, q, block, mark)) {
+        if (!fresh_reverse(c, log, q, block, mark)) {
             bases[left++] = q;
             continue;
         }
-        if (noted < 0) {
-            noted = np <= ONE_PARENTS && note_parents(c, &s, 1);
-            epoch = c->par_epoch;
-            int32_t used = 0;
-            pw_word[0] = s_word; /* entry 0: s's own word, whether or not a parent lies there */
-            pw_bits[0] = keep[0] = 0;
-            n_pw = 1;
-            for (int32_t k = 0; noted && k < np; k++) {
-                int32_t p = ps[k], i = c->par_idx[p];
-                int n = word_masks(c->nr_items + c->nr_off[i], c->nr_off[i + 1] - c->nr_off[i],
-                                   nr_word + used, nr_bits + used,
-                                   ONE_NR - used < ONE_NR_PARENT ? ONE_NR - used : ONE_NR_PARENT);
-                par[k] = (OneParent){(uint64_t)1 << (p & 63), p >> 6, i, used, n};
-                if (n > 0) used += n; /* n < 0: keeps_parent reads the list */
-                int j = 0;
-                while (j < n_pw && pw_word[j] != p >> 6) j++;
-                if (j == n_pw) {
-                    pw_word[n_pw] = p >> 6;
-                    pw_bits[n_pw] = keep[n_pw] = 0;
-                    n_pw++;
-                }
-                pw_bits[j] |= par[k].bit;
-                if (n < 0) listed = 1; /* keeps_parent reads its list */
-                for (int e = 0; e < n; e++) /* (the masks of parent k are used - n .. used) */
-                    tests[n_tests++] = (KeepTest){nr_bits[used - n + e], par[k].bit,
-                                                  nr_word[used - n + e], j};
-            }
-        }
-        if (!noted || !a->material[q]) {
+        if (!t->noted || !a->material[q]) {
             if (tracking) marks_close(c, &marks);
-            if (shrink_reverse(c, q, &s, 1, noted) < 0) goto failed;
+            if (shrink_reverse(c, q, &t->s, 1, t->noted) < 0) return -1;
             if (tracking) marks = marks_open(c);
             continue;
         }
@@ -401,12 +471,22 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
                leave the frontier: a word's at once, those without children out of memory
                always, the others as q's interior decides (s is in no parent's list of those,
                so the interior's s bit does not matter to them) */
-            for (int t = 0; t < n_tests; t++) /* a child out of memory in q's interior keeps it */
-                keep[tests[t].entry] |= tests[t].bit & -(uint64_t)(
-                    (block[2 * tests[t].word] & tests[t].mask) != 0);
+            uint64_t keep[ONE_NPW];
+            if (NPW) {
+                for (int j = 0; j < NPW; j++) keep[j] = 0;
+                for (int i = 0; i < NT; i++) { /* a child out of memory in q's interior keeps */
+                    const uint64_t held = -(uint64_t)((block[tw[i]] & tm[i]) != 0);
+                    for (int j = 0; j < NPW; j++) keep[j] |= tb[i][j] & held;
+                }
+            } else {
+                for (int i = 0; i < t->n_tests; i++)
+                    t->keep[t->tests[i].entry] |= t->tests[i].bit & -(uint64_t)(
+                        (block[2 * t->tests[i].word] & t->tests[i].mask) != 0);
+                keep[0] = t->keep[0];
+                t->keep[0] = 0; /* (for the next base) */
+            }
             const uint64_t in1 = in0 & ~s_bit;
-            const uint64_t fr1 = (fr0 | s_bit) & ~(pw_bits[0] & ~keep[0]); /* 0: s's word */
-            keep[0] = 0; /* (for the next base) */
+            const uint64_t fr1 = (fr0 | s_bit) & ~((NPW ? pwb[0] : t->pw_bits[0]) & ~keep[0]);
             if (in1 != in0) total -= s_compute;
             /* the two words' marks lie side by side in one word: a pair of row words begins at
                an even word of the arena (build_arena aligns the tables to 64 bytes, and each
@@ -421,42 +501,23 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
             }
             sw[0] = in1;
             sw[1] = fr1;
+            const int n_pw = NPW ? NPW : t->n_pw;
             for (int j = 1; j < n_pw; j++) {
-                uint64_t *fw = block + 2 * pw_word[j] + 1, f = *fw;
-                uint64_t now = f & ~(pw_bits[j] & ~keep[j]);
-                keep[j] = 0;
+                const Py_ssize_t o = NPW ? pwo[j] : 2 * (Py_ssize_t)t->pw_word[j] + 1;
+                uint64_t drop;
+                if (NPW) {
+                    drop = pwb[j] & ~keep[j];
+                } else {
+                    drop = t->pw_bits[j] & ~t->keep[j];
+                    t->keep[j] = 0;
+                }
+                uint64_t *fw = block + o, f = *fw, now = f & ~drop;
                 if (now == f) continue;
-                if (tracking) marks_word(c, &marks, q_at + 2 * pw_word[j] + 1, f);
+                if (tracking) marks_word(c, &marks, q_at + o, f);
                 *fw = now;
             }
         } else {
-            /* q a child of one of s's parents (which then stays on its frontier), or a parent
-               with too many children out of memory for masks: parent by parent */
-            if (in0 & s_bit) {
-                if (tracking) {
-                    marks_word(c, &marks, q_at + 2 * s_word, in0);
-                    if (!(fr0 & s_bit)) marks_word(c, &marks, q_at + 2 * s_word + 1, fr0);
-                }
-                sw[0] = in0 & ~s_bit;
-                sw[1] = fr0 | s_bit;
-                total -= s_compute;
-            }
-            for (int32_t k = 0; k < np; k++) {
-                const OneParent *pp = &par[k];
-                uint64_t *fw = block + 2 * pp->word + 1, f = *fw;
-                if (!(f & pp->bit) || (resident >> pp->idx & 1)) continue;
-                int kept;
-                if (pp->nr_n < 0) {
-                    kept = keeps_parent(c, ps[k], q, block, 1);
-                } else {
-                    kept = 0;
-                    for (int32_t j = pp->nr_from, end = j + pp->nr_n; j < end && !kept; j++)
-                        kept = (block[2 * nr_word[j]] & nr_bits[j]) != 0;
-                }
-                if (kept) continue;
-                if (tracking) marks_word(c, &marks, q_at + 2 * pp->word + 1, f);
-                *fw = f & ~pp->bit;
-            }
+            total -= shrink_one_by_parent(c, t, &marks, tracking, block, q_at, q, resident);
         }
         if (tracking && a->rev_sum[q] != total)
             marks_word(c, &marks, sums_at + q, (uint64_t)a->rev_sum[q]);
@@ -465,25 +526,67 @@ shrink_fresh_one_as(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s, Py_ssize_
         shrunk++;
         if (c->verify_hash) {
             if (tracking) marks_close(c, &marks); /* (check_fresh marks nothing) */
-            if (check_fresh(c, q, 0) < 0) goto failed;
+            int failed = check_fresh(c, q, 0) < 0;
+            if (tracking) marks = marks_open(c);
+            if (failed) return -1;
         }
     }
     if (tracking) marks_close(c, &marks);
     c->searches += shrunk;
     c->incremental_searches += shrunk;
-    log_masks_clear(c, &log);
     return left;
-failed: /* (the marks were closed before the call that failed) */
-    log_masks_clear(c, &log);
-    return -1;
 }
 
-/* One copy with the trajectory's marks and one without, so that neither tests for them at
-   every write. */
+/* The copies of shrink_one_loop: with the trajectory's marks and without (so that neither
+   tests for them at every write), and for the common shapes of the tables. */
+#define ONE_LOOP(NPW, NT)                                                                      \
+    (c->tracking ? shrink_one_loop(c, t, log, bases, b, nb, left, mark, NPW, NT, 1)             \
+                 : shrink_one_loop(c, t, log, bases, b, nb, left, mark, NPW, NT, 0))
+
+static Py_ssize_t shrink_one_shaped(Core *c, OneTables *t, LogMasks *log, int32_t *bases,
+                                    Py_ssize_t b, Py_ssize_t nb, Py_ssize_t left,
+                                    Py_ssize_t mark) {
+    if (t->noted && !t->listed && t->n_pw <= ONE_NPW && t->n_tests <= ONE_NT) {
+        switch (t->n_pw * 8 + (t->n_tests + 1) / 2 * 2) { /* tests padded to an even count */
+        case 8: return ONE_LOOP(1, 0);
+        case 10: return ONE_LOOP(1, 2);
+        case 12: return ONE_LOOP(1, 4);
+        case 16: return ONE_LOOP(2, 0);
+        case 18: return ONE_LOOP(2, 2);
+        case 20: return ONE_LOOP(2, 4);
+        case 24: return ONE_LOOP(3, 0);
+        case 26: return ONE_LOOP(3, 2);
+        case 28: return ONE_LOOP(3, 4);
+        }
+    }
+    return ONE_LOOP(0, 0);
+}
+#undef ONE_LOOP
+
 static Py_ssize_t shrink_fresh_one(Core *c, int32_t *bases, Py_ssize_t nb, int32_t s,
                                    Py_ssize_t mark) {
-    return c->tracking ? shrink_fresh_one_as(c, bases, nb, s, mark, 1)
-                       : shrink_fresh_one_as(c, bases, nb, s, mark, 0);
+    Arrays *a = &c->a;
+    LogMasks log = {.from = -2, .n = 0};
+    const Py_ssize_t block_words = 2 * c->words;
+    Py_ssize_t b = 0, left = 0;
+    for (; b < nb; b++) { /* the tables wait for a base with fresh rows */
+        int32_t q = bases[b];
+        if (fresh_reverse(c, &log, q, a->rev_int + q * block_words, mark)) break;
+        bases[left++] = q;
+    }
+    if (b < nb) {
+        OneTables t;
+        t.s = s;
+        t.s_word = s >> 6;
+        t.s_bit = (uint64_t)1 << (s & 63);
+        t.s_compute = a->compute[s];
+        t.ps = c->pa_items + c->pa_off[s];
+        t.np = a->pa_len[s];
+        one_tables(c, &t);
+        left = shrink_one_shaped(c, &t, &log, bases, b, nb, left, mark);
+    }
+    log_masks_clear(c, &log);
+    return left;
 }
 
 /* The reverse searches of a pass: the bases whose rows are still fresh but for the new
