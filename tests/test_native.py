@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -110,6 +111,62 @@ def test_wide_operators(tmp_path: Path, fan_in: int) -> None:
         walk = native.Walk(program, budget_for(ratio, peak), make_policy("DTR"), verify_hash=True)
         assert len([step for _, step in zip(range(10), walk, strict=False)]) == 10
         assert walk.stats()["incremental_searches"] > 0
+
+
+def _unsized(seed: int) -> str:
+    """A random trace with a third of its storages of no size and a third of its operators of
+    no compute: many candidates of the victim scan score inf, and some 0 (where it stops)."""
+    rng = random.Random(seed)
+    lines = []
+    for line in generate(seed).splitlines():
+        if '"INSTRUCTION":"MEMORY"' in line and rng.random() < 0.3:
+            line = re.sub(r'"MEMORY":"\d+"', '"MEMORY":"0"', line)
+        if '"TIME":"' in line and rng.random() < 0.3:
+            line = re.sub(r'"TIME":"\d+"', '"TIME":"0"', line)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def _same_events(trace: str, ratio: float, policy: str, tmp_path: Path) -> list[dict]:
+    """The C runtime's event log of one point, which is the Python runtime's row for row."""
+    tables = []
+    for use_c in (True, False):
+        target = tmp_path / f"events-{use_c}.parquet"
+        run_point(trace, ratio=ratio, policy=policy, events=target, native=use_c)
+        tables.append(pq.read_table(target).to_pylist())
+    c_rows, python_rows = tables
+    assert len(c_rows) == len(python_rows)
+    for ours, theirs in zip(c_rows, python_rows, strict=True):
+        for key in ours:
+            a, b = ours[key], theirs[key]
+            if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+                assert math.isnan(b)
+            else:
+                assert a == b, (key, ours, theirs)
+    return c_rows
+
+
+def test_victim_scan_past_storages_of_no_size(tmp_path: Path) -> None:
+    """The scan for h_DTR and DTRLocal goes through the pool's storages with a size only
+    (policy.h, choose_ratio): the victim, the runner-up and the candidates counted are the
+    whole pool's, also where it stops at a score of 0 past storages of no size, and where the
+    sized storages' runner-up scores inf (then it scans the whole pool). Records and event
+    logs equal the Python runtime's, and both cases are reached."""
+    reached = {"scans_whole_pool": 0, "scans_stopped_unsized": 0}
+    for seed in range(2000, 2020):
+        path = tmp_path / f"unsized-{seed}.log"
+        path.write_text(_unsized(seed))
+        _, program = load(str(path))
+        peak = baseline(program).peak
+        for ratio in (0.3, 0.5, 0.7):
+            for policy in ("DTR", "DTRLocal"):
+                _same(str(path), ratio, policy)
+                _same_events(str(path), ratio, policy, tmp_path)
+                sim = NativeSimulation(program, budget_for(ratio, peak), make_policy(policy))
+                sim.run()
+                for name in reached:
+                    reached[name] += sim.stats()[name]
+    assert all(reached.values()), reached
 
 
 def test_retain_and_time_limit(tmp_path: Path) -> None:
@@ -332,20 +389,8 @@ def test_storage_graphs_against_id_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("policy", ["DTR", "TwoPhase@k=8", "LRU"])
 def test_event_logs_are_identical(tmp_path: Path, policy: str) -> None:
-    tables = []
-    for use_c in (True, False):
-        target = tmp_path / f"events-{use_c}.parquet"
-        run_point("synthetic-mlp", ratio=0.45, policy=policy, events=target, native=use_c)
-        tables.append(pq.read_table(target).to_pylist())
-    c_rows, python_rows = tables
-    assert len(c_rows) == len(python_rows) > 0
-    for ours, theirs in zip(c_rows, python_rows, strict=True):
-        for key in ours:
-            a, b = ours[key], theirs[key]
-            if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
-                assert math.isnan(b)
-            else:
-                assert a == b, (key, ours, theirs)
+    c_rows = _same_events("synthetic-mlp", 0.45, policy, tmp_path)
+    assert c_rows
     assert any(r["runner_up"] is not None for r in c_rows if r["kind"] == "evict_policy")
 
 

@@ -98,18 +98,18 @@ static void Core_dealloc(Core *c) {
                      c->step_arg, c->st_off, c->st_items, c->ch_off, c->ch_items, c->pa_off,
                      c->pa_items, c->retain, c->arena, c->frames, c->und.items, c->scratch_a,
                      c->scratch_b, c->scratch_d, c->word_list, c->word_compute, c->split_out,
-                     c->split_next, c->log_bits, c->log_words, c->unpinned, c->stack,
-                     c->cover.items, c->ev.kind.items, c->ev.storage.items, c->ev.depth.items,
-                     c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64, c->ev.f64,
-                     c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items, c->news.items,
-                     c->dfs_node, c->dfs_edge, c->mark[0], c->mark[1], c->done[0], c->done[1],
-                     c->slot[0], c->slot[1], c->clo, c->bases, c->par_stamp, c->res_stamp,
-                     c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin, c->nextflip,
-                     c->fr_log, c->ul_log, c->fh, c->uh, c->dirty, c->dirty_list.items,
-                     c->dirty_old, c->log, c->row_old, c->memo, c->memo_slot,
-                     c->memo_hash, c->memo_total, c->gclo, c->lc, c->base_entry, c->entry_base,
-                     c->label_rows, c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res,
-                     c->changes, c->rev_fresh_at, c->fwd_fresh_at, c->verify_rows};
+                     c->split_next, c->log_bits, c->log_words, c->unpinned, c->sized_next,
+                     c->sized_prev, c->stack, c->cover.items, c->ev.kind.items, c->ev.storage.items,
+                     c->ev.depth.items, c->ev.pool_size.items, c->ev.runner_up.items, c->ev.i64,
+                     c->ev.f64, c->ev.op_max_pinned, c->ev.op_max_depth, c->order.items,
+                     c->news.items, c->dfs_node, c->dfs_edge, c->mark[0], c->mark[1], c->done[0],
+                     c->done[1], c->slot[0], c->slot[1], c->clo, c->bases, c->par_stamp,
+                     c->res_stamp, c->res_mask, c->par_idx, c->nr_items, c->pts, c->own, c->sufmin,
+                     c->nextflip, c->fr_log, c->ul_log, c->fh, c->uh, c->dirty, c->dirty_list.items,
+                     c->dirty_old, c->log, c->row_old, c->memo, c->memo_slot, c->memo_hash,
+                     c->memo_total, c->gclo, c->lc, c->base_entry, c->entry_base, c->label_rows,
+                     c->sweep_lab, c->sweep_flab, c->sweep_act, c->sweep_res, c->changes,
+                     c->rev_fresh_at, c->fwd_fresh_at, c->verify_rows};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++) PyMem_Free(owned[i]);
     for (int i = 0; i < c->n_spare; i++) PyMem_Free(c->spare[i]);
     for (Py_ssize_t i = 0; i < c->ck_slots; i++) PyMem_Free(c->ck_arena[i]);
@@ -435,6 +435,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->log_bits = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
     c->log_words = (int32_t *)PyMem_Calloc(c->words, sizeof(int32_t));
     c->unpinned = (uint64_t *)PyMem_Calloc(c->words, sizeof(uint64_t));
+    c->sized_next = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
+    c->sized_prev = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->stack = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_node = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
     c->dfs_edge = (int32_t *)PyMem_Calloc(n + 1, sizeof(int32_t));
@@ -481,7 +483,8 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     }
     const void *allocated[] = {c->scratch_a, c->scratch_b, c->scratch_d, c->word_list,
                                 c->word_compute, c->split_out, c->split_next, c->log_bits,
-                                c->log_words, c->unpinned, c->stack,
+                                c->log_words, c->unpinned, c->sized_next, c->sized_prev,
+                                c->stack,
                                 c->dfs_node, c->dfs_edge, c->bases,
                                 c->par_stamp, c->res_stamp,
                                 c->res_mask, c->par_idx, c->nr_items, c->lc, c->label_rows,
@@ -503,6 +506,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->s.peak_pinned = -1; /* below any sample: the first check sets it, with its depth */
     c->s.exceeds_min = INT64_MAX;
     c->s.pool_head = c->s.pool_tail = -1;
+    c->sized_head = c->sized_tail = -1;
     c->s.status = ST_RUNNING;
     c->s.seg_open = 0;
     if (reserve_frames(c, 64) < 0 || vec_reserve(&c->und, 256) < 0) return -1;
@@ -642,11 +646,13 @@ static PyObject *Core_stats(Core *c, PyObject *unused) {
         "fresh_absorbs", (long long)c->fresh_absorbs);
     if (!d) return NULL;
     PyObject *epochs = Py_BuildValue(
-        "{sLsLsLsLsLsLsL}", "untracked_runs", (long long)c->untracked_runs, "epochs_started",
-        (long long)c->epochs_started, "derived_searches", (long long)c->derived_searches,
-        "split_derivations", (long long)c->split_derivations, "splits_abandoned",
-        (long long)c->splits_abandoned, "cut_derivations", (long long)c->cut_derivations,
-        "cuts_abandoned", (long long)c->cuts_abandoned);
+        "{sLsLsLsLsLsLsLsLsL}", "untracked_runs", (long long)c->untracked_runs,
+        "epochs_started", (long long)c->epochs_started, "derived_searches",
+        (long long)c->derived_searches, "split_derivations", (long long)c->split_derivations,
+        "splits_abandoned", (long long)c->splits_abandoned, "cut_derivations",
+        (long long)c->cut_derivations, "cuts_abandoned", (long long)c->cuts_abandoned,
+        "scans_whole_pool", (long long)c->scans_whole_pool, "scans_stopped_unsized",
+        (long long)c->scans_stopped_unsized);
     if (!epochs || PyDict_Update(d, epochs) < 0) {
         Py_XDECREF(epochs);
         Py_DECREF(d);

@@ -136,6 +136,7 @@ static int restore_snapshot(Core *c) {
     PyMem_Free(snap->dirty_old);
     c->n_snaps--;
     unpinned_rebuild(c);
+    pool_sized_rebuild(c);
     return 0;
 }
 

@@ -177,6 +177,10 @@ typedef struct {
        go through on InceptionV4's thrashing walks). Not in the arena: made again wherever the
        arena changes but by the run's own steps (unpinned_rebuild). */
     uint64_t *unpinned;
+    /* The pool's storages with a size, in its order (policy.h's sized_link): the victim scan's
+       candidates. Not in the arena either (pool_sized_rebuild). */
+    int32_t *sized_next, *sized_prev;
+    int32_t sized_head, sized_tail;
     int32_t *stack;
     /* closures of one after_compute: for an evicted storage u, the evicted storages reachable
        from u through evicted ones (u included) and the resident ones bordering them, per
@@ -230,6 +234,8 @@ typedef struct {
     int64_t split_derivations, splits_abandoned; /* derive_forward: with storages s does not
                                                     reach; a parent's given up (SPLIT_MAX) */
     int64_t cut_derivations, cuts_abandoned; /* cut_forward: done; given up (CUT_MAX) */
+    int64_t scans_whole_pool;    /* choose_ratio: the sized storages' runner-up inf */
+    int64_t scans_stopped_unsized; /* ... stopped at a score of 0 past storages of no size */
     Vec32 cover;       /* TwoPhase's candidates */
     Vec32 order, news; /* compute_op's outputs and their new storages */
     double time_limit; /* seconds; 0 = none */

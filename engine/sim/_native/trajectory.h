@@ -397,6 +397,7 @@ static int point_state(Core *c, Py_ssize_t at) {
     s->pool_head = g->pool_head;
     s->pool_tail = g->pool_tail;
     s->pool_count = g->pool_count;
+    pool_sized_rebuild(c);
     s->h1 = g->ah1;
     s->h2 = g->ah2;
     s->step = g->step;
