@@ -255,17 +255,24 @@ static void log_masks(Core *c, LogMasks *m, int64_t from, Py_ssize_t to) {
         m->to = to;
     }
     m->from = from;
+    /* (the count in a local: the list's stores, int32_t, could be its own for the compiler) */
+    const int32_t *changes = c->changes;
+    uint64_t *bits = c->log_bits;
+    int32_t *words = c->log_words;
+    int n = m->n;
     for (Py_ssize_t i = (Py_ssize_t)from; i < end; i++) {
-        int32_t v = c->changes[i];
+        int32_t v = changes[i];
         if (v < 0) { /* (forget_fresh's entry: still_fresh decides, as it would) */
+            m->n = n;
             log_masks_clear(c, m);
             m->n = -1;
             return;
         }
-        uint64_t *w = &c->log_bits[v >> 6];
-        if (!*w) c->log_words[m->n++] = v >> 6;
+        uint64_t *w = &bits[v >> 6];
+        if (!*w) words[n++] = v >> 6;
         *w |= (uint64_t)1 << (v & 63);
     }
+    m->n = n;
 }
 
 /* Whether q's reverse rows are fresh at `to`, as still_fresh(c, q, to) tells, through the log's

@@ -331,10 +331,13 @@ static inline __attribute__((always_inline)) int choose_ratio(Core *c, int local
         if (r.stopped < 0) {
             r.evaluated = c->s.pool_count;
         } else { /* (its place in the pool) */
-            int64_t sized = r.evaluated;
+            int unsized = 0;
             r.evaluated = 1;
-            for (int32_t s = c->s.pool_head; s != r.stopped; s = c->a.pool_next[s]) r.evaluated++;
-            if (r.evaluated > sized) c->scans_stopped_unsized++;
+            for (int32_t s = c->s.pool_head; s != r.stopped; s = c->a.pool_next[s]) {
+                r.evaluated++;
+                unsized |= c->size[s] <= 0;
+            }
+            c->scans_stopped_unsized += unsized;
         }
     } else {
         if (scan_ratio(c, local, c->s.pool_head, c->a.pool_next, &r) < 0) return -1;
