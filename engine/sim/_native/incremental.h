@@ -297,8 +297,9 @@ static inline int fresh_reverse(Core *c, LogMasks *m, int32_t q, const uint64_t 
    (most were made fresh together), s's parents and those parents' children that are not
    resident. Those are taken once (a bitset, word masks), and a base's tests become a few word
    ANDs: a thrashing run at 0.2005 spent 350 instructions a base in still_fresh and
-   shrink_reverse, 36% of the 15.9G it executed (cachegrind), and here some 230
-   (docs/WALKS.md, "Instructions, not loads"). s's parents then leave a base's frontier a word
+   shrink_reverse, 36% of the 15.9G it executed (cachegrind), and here some 180, in a copy of
+   the loop for the shape of the tables (docs/WALKS.md, "Instructions, not loads" and "A loop
+   per shape, and the scan past storages of no size"). s's parents then leave a base's frontier a word
    at a time, not one by one: 74% of them leave it on InceptionV4's thrashing walks, and one by
    one, with their tests and marks, they took 5.9G of the 37.4G instructions of a walk of 40
    executions from 0.2005 (this function 12,586M -> 10,231M with the pair of marks below;
