@@ -496,7 +496,6 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
             PyErr_NoMemory();
             return -1;
         }
-    unpinned_rebuild(c);
     if (events) {
         c->ev.op_max_pinned = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
         c->ev.op_max_depth = (int64_t *)PyMem_Calloc(n_ops + 2, sizeof(int64_t));
@@ -506,7 +505,7 @@ static int Core_init(Core *c, PyObject *args, PyObject *kwds) {
     c->s.peak_pinned = -1; /* below any sample: the first check sets it, with its depth */
     c->s.exceeds_min = INT64_MAX;
     c->s.pool_head = c->s.pool_tail = -1;
-    c->sized_head = c->sized_tail = -1;
+    rebuild_derived(c);
     c->s.status = ST_RUNNING;
     c->s.seg_open = 0;
     if (reserve_frames(c, 64) < 0 || vec_reserve(&c->und, 256) < 0) return -1;

@@ -9,7 +9,7 @@
    candidates. The others score inf whatever their sums (choose_ratio), and were a quarter of
    its candidates on InceptionV4's thrashing walks (31.0M of 134.9M in a walk of 40 executions
    from 0.2005). Not in the arena: made again from the pool wherever the arena changes but by
-   the run's own steps (pool_sized_rebuild). */
+   the run's own steps (rebuild_derived, snapshots.h). */
 static inline void sized_link(Core *c, int32_t s) {
     c->sized_prev[s] = c->sized_tail;
     c->sized_next[s] = -1;

@@ -5,6 +5,15 @@
 #ifndef DTR_SNAPSHOTS_H
 #define DTR_SNAPSHOTS_H
 
+/* The state kept outside the arena, derived from it (the unpinned bits, the pool's storages
+   with a size), made again wherever the arena changes but by the run's own steps: a restore,
+   a jump to a point, and a new core. One call for all, so that no place makes one again and
+   not the other. */
+static void rebuild_derived(Core *c) {
+    unpinned_rebuild(c);
+    pool_sized_rebuild(c);
+}
+
 /* ---- snapshots ---------------------------------------------------------------------------- */
 /* A state's worth of memory for a snapshot or a checkpoint. Walks take and release them all
    the time, and a freshly allocated block of megabytes is mapped anew and faulted in page by
@@ -135,8 +144,7 @@ static int restore_snapshot(Core *c) {
     PyMem_Free(snap->dirty);
     PyMem_Free(snap->dirty_old);
     c->n_snaps--;
-    unpinned_rebuild(c);
-    pool_sized_rebuild(c);
+    rebuild_derived(c);
     return 0;
 }
 

@@ -175,10 +175,10 @@ typedef struct {
     /* The storages not pinned, as bits: the arena's pinned flags, for the loops over a row's
        bits that skip pinned storages (half the bits of the rows after_compute and absorb_into
        go through on InceptionV4's thrashing walks). Not in the arena: made again wherever the
-       arena changes but by the run's own steps (unpinned_rebuild). */
+       arena changes but by the run's own steps (rebuild_derived). */
     uint64_t *unpinned;
     /* The pool's storages with a size, in its order (policy.h's sized_link): the victim scan's
-       candidates. Not in the arena either (pool_sized_rebuild). */
+       candidates. Not in the arena either (rebuild_derived). */
     int32_t *sized_next, *sized_prev;
     int32_t sized_head, sized_tail;
     int32_t *stack;

@@ -381,7 +381,6 @@ static void take_segment(Scalars *o, const Point *g) {
 static int point_state(Core *c, Py_ssize_t at) {
     Scalars *s = &c->s;
     forget_fresh(c);
-    unpinned_rebuild(c);
     if (load_stack(c, at) < 0) return -1;
     const Point *g = &c->pts[at];
     s->fs_top = g->fs_top;
@@ -397,7 +396,7 @@ static int point_state(Core *c, Py_ssize_t at) {
     s->pool_head = g->pool_head;
     s->pool_tail = g->pool_tail;
     s->pool_count = g->pool_count;
-    pool_sized_rebuild(c);
+    rebuild_derived(c); /* (after the pool's head and tail) */
     s->h1 = g->ah1;
     s->h2 = g->ah2;
     s->step = g->step;
