@@ -228,7 +228,7 @@ def what_if_run(record: dict[str, Any], retained: list[int]) -> dict[str, Any] |
     sha = record.get("trace_sha256")
     frame = _query(
         f"SELECT run_id FROM runs WHERE {'trace_sha256' if sha else 'trace'} = ? AND policy = ? "
-        "AND budget = ? AND retained = ? ORDER BY started_at DESC NULLS LAST LIMIT 1",
+        "AND budget = ? AND retained = ? ORDER BY started_at DESC NULLS LAST, run_id DESC LIMIT 1",
         [
             sha or record["trace"],
             record["policy"],

@@ -42,6 +42,28 @@ def test_publish_read_compact(tmp_path: Path) -> None:
     assert store.stats()["runs"] == 3
 
 
+def test_runs_of_one_budget_and_start_are_listed_in_one_order(tmp_path: Path) -> None:
+    """Two runs of one budget can share a start time (a walk's run re-entered beside a
+    grid's); every read of the store, by pandas or in plain rows, all columns or some,
+    before and after compaction, lists them in one order: by run id."""
+    from engine.landscape.listing import stored_runs
+
+    store = Store.open(tmp_path / "landscape.duckdb")
+    base = run_point("synthetic-mlp", ratio=0.5)
+    for stage in ("grid", "walk", "refine"):
+        store.add_runs([base] * 12, source="engine", cap=60, stage=stage)
+        if stage == "walk":
+            store.compact()
+    sha = base["trace_sha256"]
+    for _ in range(2):
+        ids = store.runs(sha)["run_id"].tolist()
+        assert len(ids) == 36 and ids == sorted(ids)
+        assert store.runs(sha, columns=["run_id", "stage"])["run_id"].tolist() == ids
+        listed = stored_runs("synthetic-mlp", db=str(tmp_path / "landscape.duckdb"))
+        assert [r["run_id"] for r in listed] == ids
+        store.compact()
+
+
 def test_upgrades_an_older_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))

@@ -85,7 +85,9 @@ def runs_query(
     trace: str | None = None, policy: str | None = None, columns: Sequence[str] | None = None
 ) -> tuple[str, list[Any]]:
     """The query (and its parameters) of a trace's (name or SHA-256) runs under a policy, by
-    budget (`Store.runs`); `columns`: only those."""
+    budget (`Store.runs`); `columns`: only those. The order is total (run id last): two
+    runs of one budget can share a start time, and two reads of a store must list its runs
+    in one order."""
     where: list[str] = []
     params: list[Any] = []
     if trace is not None:
@@ -96,4 +98,4 @@ def runs_query(
         params.append(policy)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     chosen = "*" if columns is None else ", ".join(quoted(c) for c in columns)
-    return f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at", params
+    return f"SELECT {chosen} FROM runs {clause} ORDER BY budget, started_at, run_id", params
